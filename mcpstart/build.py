@@ -1,0 +1,193 @@
+"""Build servers from their recipes into a cache folder outside the source tree.
+
+A build folder is keyed by a hash of the recipe file, the source files it names and the
+versions of its toolchains, so an unchanged server is never rebuilt and a changed one is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .recipes import Recipe
+from .session import Command
+
+CACHE_ENV = "MCPSTART_CACHE_DIR"
+MARKER = "mcpstart-build.json"
+BUILD_TIMEOUT_S = 1800
+LOG_TAIL_LINES = 25
+
+Progress = Callable[[str], None]
+
+
+def cache_root(option: str | os.PathLike | None = None) -> Path:
+    """The cache folder: ``option``, else $MCPSTART_CACHE_DIR, else the user cache dir
+    (platformdirs; ~/.cache/mcpstart on Linux)."""
+    if option:
+        return Path(option).expanduser().resolve()
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mcpstart"))
+
+
+@dataclass
+class Build:
+    """What became of one recipe's build.
+
+    Attributes:
+        status: "built" (just now), "cached" (up to date, no work done), "skipped" (a
+            toolchain is missing) or "failed".
+        reason: why skipped or failed (with the log's tail), else None.
+        folder: the build folder (``{build}``); its ``src`` subfolder is ``{src}``.
+        build_s: wall time of the build that produced ``folder``, in seconds.
+        log: the build log.
+        toolchains: name -> first line of its version output.
+    """
+
+    recipe: Recipe
+    status: str
+    reason: str | None = None
+    folder: Path | None = None
+    build_s: float | None = None
+    log: Path | None = None
+    toolchains: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True when the server is built and can be spawned."""
+        return self.status in ("built", "cached")
+
+    def expand(self, text: str) -> str:
+        """Replace ``{build}`` and ``{src}`` with this build's folders."""
+        return text.replace("{build}", str(self.folder)).replace("{src}", str(self.folder / "src"))
+
+    def environment(self) -> dict[str, str]:
+        """The build steps' environment: mcpstart's plus the recipe's ``build.env``."""
+        return {**os.environ, **{k: self.expand(v) for k, v in self.recipe.build_env.items()}}
+
+    def command(self, extra_env: dict[str, str] | None = None) -> Command:
+        """How to spawn the built server, with ``extra_env`` (e.g. ``--env``) on top."""
+        env = {k: self.expand(v) for k, v in self.recipe.run_env.items()}
+        return Command([self.expand(a) for a in self.recipe.run_argv],
+                       self.expand(self.recipe.run_cwd), {**env, **(extra_env or {})})
+
+
+def toolchain_versions(recipe: Recipe) -> tuple[dict[str, str], str | None]:
+    """Ask each toolchain its version. Returns ``(versions, missing)`` where ``missing`` is
+    the first program not found on PATH (or that cannot report a version), else None."""
+    versions = {}
+    for tool in recipe.toolchains:
+        program = tool.version_argv[0]
+        if shutil.which(program) is None:
+            return versions, program
+        try:
+            done = subprocess.run(tool.version_argv, capture_output=True, text=True, timeout=60,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return versions, program
+        lines = (done.stdout or done.stderr).strip().splitlines()
+        versions[tool.name] = lines[0] if lines else ""
+    return versions, None
+
+
+def build_key(recipe: Recipe, versions: dict[str, str]) -> str:
+    """sha256 hex of the recipe file, each source file (path and bytes) and the toolchain
+    versions: anything else in the source folder (caches, editor files) does not count."""
+    digest = hashlib.sha256(recipe.path.read_bytes())
+    for rel in recipe.source_files():
+        digest.update(b"\0file\0" + str(rel).encode() + b"\0")
+        digest.update((recipe.source_dir / rel).read_bytes())
+    digest.update(json.dumps(versions, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
+                 progress: Progress = lambda _: None) -> Build:
+    """Build ``recipe`` unless an up-to-date build exists (``rebuild`` forces one).
+
+    Never raises for a failed step or a missing toolchain: those come back as a Build with
+    status "failed" or "skipped" and a reason. Older build folders of the same server are
+    removed after a successful build.
+    """
+    versions, missing = toolchain_versions(recipe)
+    if missing:
+        return Build(recipe, "skipped", f"{missing} not found", toolchains=versions)
+    key = build_key(recipe, versions)
+    folder = root / "builds" / f"{recipe.name}-{key[:16]}"
+    marker = folder / MARKER
+    if marker.is_file() and not rebuild:
+        done = json.loads(marker.read_text())
+        progress(f"{recipe.name}: up to date (built in {done['build_s']:.1f} s at "
+                 f"{done['finished']}), nothing to do")
+        return Build(recipe, "cached", folder=folder, build_s=done["build_s"],
+                     log=folder / "build.log", toolchains=versions)
+    build = Build(recipe, "built", folder=folder, log=folder / "build.log", toolchains=versions)
+    progress(f"{recipe.name}: building (log: {build.log})")
+    failure = _run_build(build)
+    if failure:
+        build.status, build.reason = "failed", failure
+        progress(f"{recipe.name}: build failed: {failure}")
+        return build
+    marker.write_text(json.dumps({"key": key, "build_s": build.build_s, "toolchains": versions,
+                                  "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+    for old in folder.parent.glob(f"{recipe.name}-*"):
+        if old != folder and len(old.name) == len(folder.name):
+            shutil.rmtree(old, ignore_errors=True)
+    progress(f"{recipe.name}: built in {build.build_s:.1f} s")
+    return build
+
+
+def _run_build(build: Build) -> str | None:
+    """Copy the sources and run the steps; returns the failure's cause, or None."""
+    recipe = build.recipe
+    shutil.rmtree(build.folder, ignore_errors=True)
+    src = build.folder / "src"
+    src.mkdir(parents=True)
+    for rel in recipe.source_files():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(recipe.source_dir / rel, src / rel)
+    env = build.environment()
+    start = time.perf_counter()
+    with open(build.log, "w", encoding="utf-8") as log:
+        for number, step in enumerate(recipe.steps, 1):
+            argv = [build.expand(a) for a in step]
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            cause = _run_step(argv, src, env, log)
+            if cause:
+                log.write(f"mcpstart: {cause}\n")
+                log.close()
+                return f"step {number} ({' '.join(argv)}) {cause}; log tail:\n{_tail(build.log)}"
+    build.build_s = time.perf_counter() - start
+    return None
+
+
+def _run_step(argv: list[str], cwd: Path, env: dict[str, str], log) -> str | None:
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as err:
+        return f"could not start: {err.strerror or err}"
+    try:
+        code = proc.wait(timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return f"took longer than {BUILD_TIMEOUT_S} s and was killed"
+    return f"exited with code {code}" if code else None
+
+
+def _tail(log: Path) -> str:
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(lines[-LOG_TAIL_LINES:])

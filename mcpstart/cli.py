@@ -1,0 +1,187 @@
+"""Command line: parses options and calls the library. Exit status: 0 every server measured
+or skipped, 1 a server failed, 2 usage or input error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .probes import DEFAULT_PAYLOAD_BYTES, DEFAULT_REVISION
+
+DEFAULT_OUTPUT = "mcpstart-results.json"
+
+
+class InputError(click.ClickException):
+    """Bad input (a recipe, a results file): exit status 2, like a usage error."""
+
+    exit_code = 2
+
+
+def _progress(text: str) -> None:
+    click.echo(f"mcpstart: {text}", err=True)
+
+
+def _env_pairs(ctx, param, values) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{value!r} is not KEY=VALUE", ctx, param)
+        pairs[key] = val
+    return pairs
+
+
+def _redacted_argv() -> list[str]:
+    """mcpstart's own command line with the values of --env replaced by ***."""
+    argv, redact_next = [], False
+    for arg in sys.argv:
+        if redact_next:
+            arg, redact_next = arg.split("=", 1)[0] + "=***", False
+        elif arg == "--env":
+            redact_next = True
+        elif arg.startswith("--env="):
+            arg = arg.split("=", 2)[0] + "=" + arg.split("=", 2)[1] + "=***"
+        argv.append(arg)
+    return argv
+
+
+def _recipes(folder: str, names: tuple[str, ...]):
+    from .recipes import RecipeError, load_recipes
+
+    try:
+        return load_recipes(Path(folder), list(names) or None)
+    except RecipeError as err:
+        raise InputError(str(err)) from err
+
+
+recipes_option = click.option(
+    "--recipes", "recipes_dir", default="build-recipes", show_default=True,
+    type=click.Path(file_okay=False), help="Folder of build recipes (<name>.toml).")
+cache_option = click.option(
+    "--cache-dir", type=click.Path(file_okay=False),
+    help="Where builds go. Default: $MCPSTART_CACHE_DIR, else the user cache dir "
+         "(~/.cache/mcpstart on Linux).")
+require_all_option = click.option(
+    "--require-all", is_flag=True,
+    help="Treat a server skipped for a missing toolchain as failed (exit 1). CI uses this.")
+format_option = click.option(
+    "--format", "tablefmt", default="github", show_default=True,
+    help="Table format: any tabulate format, e.g. github (Markdown), plain, simple, grid.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcpstart")
+def main() -> None:
+    """Profile MCP servers over the stdio transport.
+
+    mcpstart builds the reference `reverse_text` server with each official SDK
+    (TypeScript, Python, Go, Rust), spawns each over stdio, and measures cold start
+    (spawn to initialize response), memory of the whole process tree idle and under a
+    5 MiB tool result, artifact size, dependency count and protocol revision.
+
+    \b
+    Typical use, from the mcpstart checkout:
+      mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
+      mcpstart report mcpstart-results.json    # the table again, from the results file
+      mcpstart build --rebuild python          # rebuild one server
+    """
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--rebuild", is_flag=True, help="Build even when an up-to-date build exists.")
+@recipes_option
+@cache_option
+@require_all_option
+def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
+    """Build the reference servers NAMES (default: every recipe).
+
+    A build is cached under a hash of its recipe, its source files and its toolchain
+    versions: a second build with nothing changed does no work. A missing toolchain
+    skips that server; a failed build prints its log's tail; the others go on.
+    """
+    from .build import cache_root
+    from .measure import build_all
+
+    builds = build_all(_recipes(recipes_dir, names), cache_root(cache_dir), rebuild, _progress)
+    failed = False
+    for item in builds:
+        if item.status == "skipped":
+            click.echo(f"{item.recipe.name}: skipped: {item.reason}")
+            failed |= require_all
+        elif item.status == "failed":
+            click.echo(f"{item.recipe.name}: failed: {item.reason}")
+            failed = True
+        else:
+            click.echo(f"{item.recipe.name}: {item.status} ({item.build_s:.1f} s) {item.folder}")
+    sys.exit(1 if failed else 0)
+
+
+@main.command()
+@click.option("--runs", default=6, show_default=True, type=click.IntRange(min=1),
+              help="Counted cold starts per server.")
+@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Warm-up cold starts per server, recorded but left out of the statistics.")
+@click.option("--only", multiple=True, metavar="NAME",
+              help="Measure only this server (a recipe name); repeatable.")
+@click.option("--output", "-o", default=DEFAULT_OUTPUT, show_default=True,
+              type=click.Path(dir_okay=False),
+              help="Results file (JSON); a TOML copy is written beside it.")
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds each wait for a server may take.")
+@click.option("--protocol-version", default=DEFAULT_REVISION, show_default=True,
+              help="Protocol revision requested in initialize.")
+@click.option("--payload-bytes", default=DEFAULT_PAYLOAD_BYTES, show_default=True,
+              type=click.IntRange(min=1), help="Size of the large reverse_text argument.")
+@click.option("--env", "env", multiple=True, callback=_env_pairs, metavar="KEY=VALUE",
+              help="Set a variable for every server (value is not stored); repeatable.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the servers before measuring.")
+@recipes_option
+@cache_option
+@require_all_option
+@format_option
+def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes, env, rebuild,
+            recipes_dir, cache_dir, require_all, tablefmt) -> None:
+    """Build what is stale, measure every reference server one at a time, print a table.
+
+    For each server: WARMUP + RUNS cold starts timed from just before spawn to the
+    complete initialize response; then one session that lists tools, reads idle
+    memory, calls reverse_text with a large payload (peak memory, round trip, exact
+    check) and shuts down as the spec says (stdin EOF, SIGTERM, SIGKILL).
+
+    The table goes to stdout, progress to stderr. Every raw sample and the machine's
+    metadata go to the results file, rewritten after each server. Exit status: 0 all
+    measured or skipped, 1 a server failed (the table says why), 2 bad input.
+    """
+    from .build import cache_root
+    from .measure import Settings, build_all, measure_builds
+    from .report import table
+
+    recipes = _recipes(recipes_dir, only)
+    settings = Settings(runs=runs, warmup=warmup, timeout_s=timeout, payload_bytes=payload_bytes,
+                        requested_revision=protocol_version, env=env)
+    builds = build_all(recipes, cache_root(cache_dir), rebuild, _progress)
+    results = measure_builds(builds, settings, Path(output), _redacted_argv(), require_all,
+                             _progress)
+    click.echo(table(results, tablefmt))
+    _progress(f"results written to {output} and {Path(output).with_suffix('.toml')}")
+    sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
+
+
+@main.command()
+@click.argument("results_file", default=DEFAULT_OUTPUT, type=click.Path(dir_okay=False))
+@format_option
+def report(results_file, tablefmt) -> None:
+    """Print the table of a results file (default: ./mcpstart-results.json) without
+    measuring again."""
+    from .report import table
+    from .results import ResultsError, load
+
+    try:
+        results = load(Path(results_file))
+    except ResultsError as err:
+        raise InputError(str(err)) from err
+    click.echo(table(results, tablefmt))

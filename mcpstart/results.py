@@ -1,0 +1,122 @@
+"""The results file: the contract every report reads. JSON is the source of truth
+(``"schema": "mcpstart/1"``); a TOML copy with the same stem sits beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+SCHEMA = "mcpstart/1"
+
+
+class ResultsError(ValueError):
+    """A file that is not an mcpstart results file of a schema this version reads."""
+
+
+@dataclass
+class ServerResult:
+    """One server's row. Blocks are shaped as design.md's results file; a block that was not
+    measured (the server failed or was skipped first) stays None. ``status`` is "ok",
+    "failed" or "skipped"; ``reason`` says why when it is not "ok"."""
+
+    name: str
+    language: str | None = None
+    sdk: str | None = None
+    sdk_version: str | None = None
+    status: str = "ok"
+    reason: str | None = None
+    command: dict | None = None
+    handshake_ms: dict | None = None
+    phases_ms: dict | None = None
+    memory: dict | None = None
+    payload: dict | None = None
+    tools: dict | None = None
+    footprint: dict | None = None
+    protocol: dict | None = None
+    shutdown: dict | None = None
+    orphans: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    def fail(self, reason: str) -> None:
+        """Mark the row failed; the first cause wins, later ones become warnings."""
+        if self.status == "failed":
+            self.warnings.append(reason)
+        else:
+            self.status, self.reason = "failed", reason
+
+
+@dataclass
+class Results:
+    """A whole run: metadata plus one ServerResult per server, in measurement order."""
+
+    created: str
+    mcpstart_version: str
+    argv: list[str]
+    environment: dict
+    settings: dict
+    servers: list[ServerResult] = field(default_factory=list)
+    schema: str = SCHEMA
+
+    def to_dict(self) -> dict:
+        """The JSON form, ``schema`` first."""
+        data = asdict(self)
+        return {"schema": data.pop("schema"), **data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Results":
+        """Rebuild from the JSON form. Raises ResultsError on another schema."""
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ResultsError(f"not an mcpstart results file (schema {SCHEMA!r} expected)")
+        known = {f.name for f in fields(ServerResult)}
+        servers = [ServerResult(**{k: v for k, v in row.items() if k in known})
+                   for row in data.get("servers", [])]
+        top = {f.name for f in fields(cls)} - {"servers"}
+        return cls(**{k: v for k, v in data.items() if k in top}, servers=servers)
+
+    def save(self, path: Path) -> None:
+        """Write ``path`` (JSON) and its ``.toml`` sibling, each atomically (temp file, rename)."""
+        data = self.to_dict()
+        _write_atomic(Path(path), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        import tomli_w
+
+        _write_atomic(Path(path).with_suffix(".toml"), tomli_w.dumps(_toml_ready(data)))
+
+
+def load(path: Path) -> Results:
+    """Read a results JSON file.
+
+    Raises:
+        ResultsError: unreadable, not JSON, or another schema; the message names the file.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return Results.from_dict(data)
+    except (OSError, ValueError) as err:
+        raise ResultsError(f"{path}: {err}") from err
+
+
+def _toml_ready(value):
+    """TOML has no null: drop None values (in tables and lists); escape lone surrogates,
+    which no TOML (UTF-8) string can hold."""
+    if isinstance(value, dict):
+        return {k: _toml_ready(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_toml_ready(v) for v in value if v is not None]
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
