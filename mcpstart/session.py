@@ -387,19 +387,9 @@ class StdioSession:
             "before answering")
 
     def _diagnose_timeout(self, request_id: int, timeout_s: float) -> str:
-        """Find why no answer came: never wrote anything, answers only at stdin EOF (stdout not
-        flushed), or is simply slow."""
+        """Find why no answer came: it answers only at stdin EOF (stdout not flushed), it
+        speaks LSP-style framing (probed in a fresh process), or it is simply slow."""
         cause = f"no response to request {request_id} within {timeout_s:g} s"
-        if self.stdout_bytes == 0:
-            cause += " (nothing at all on stdout)"
-            probe = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "ping"}).encode()
-            self._writes.put(b"Content-Length: %d\r\n\r\n" % len(probe) + probe)
-            try:
-                self.wait_response_quietly(0, DIAGNOSIS_WAIT_S)
-            except FramingError as err:
-                return (f"{cause}; it answered a ping sent with a Content-Length header: {err}")
-            except SessionError:
-                pass
         self._close_stdin()
         try:
             self.wait_response_quietly(request_id, DIAGNOSIS_WAIT_S)
@@ -408,6 +398,11 @@ class StdioSession:
                     "without -u)")
         except SessionError:
             pass
+        if self.stdout_bytes == 0:
+            cause += " (nothing at all on stdout)"
+            framing = _probe_lsp_framing(self.command, min(timeout_s, DIAGNOSIS_WAIT_S * 2))
+            if framing:
+                return f"{cause}; a fresh process answered a Content-Length framed ping: {framing}"
         return self._with_stderr(cause)
 
     def wait_response_quietly(self, request_id: int, timeout_s: float) -> Response:
@@ -513,6 +508,26 @@ class StdioSession:
             psutil.wait_procs(list(candidates.values()), timeout=SHUTDOWN_GRACE_S)
             _reap_adopted_zombies(exclude=self._proc.pid)
         return orphans
+
+
+def _probe_lsp_framing(command: Command, wait_s: float) -> str | None:
+    """Spawn ``command`` afresh and send one ping framed with a Content-Length header, as LSP
+    does. Returns the framing diagnosis when it answers in kind, else None."""
+    try:
+        probe = StdioSession.spawn(command)
+    except SessionError:
+        return None
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    probe._writes.put(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    try:
+        probe.wait_response_quietly(1, wait_s)
+    except FramingError as err:
+        return str(err)
+    except SessionError:
+        pass
+    finally:
+        probe.shutdown()
+    return None
 
 
 def _signal_group(pgid: int, sig: int) -> None:
