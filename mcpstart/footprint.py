@@ -61,7 +61,10 @@ def _python_venv(venv: Path) -> dict[str, str]:
     from importlib import metadata
 
     found = {}
-    for site in venv.glob("lib/python*/site-packages"):
+    sites = list(venv.glob("lib/python*/site-packages"))
+    if not sites:
+        raise FileNotFoundError(f"no site-packages under {venv}")
+    for site in sites:
         for dist in metadata.distributions(path=[str(site)]):
             name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
             if name not in NOT_SHIPPED_PYTHON:
@@ -161,12 +164,16 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
                                      [build.expand(p) for p in recipe.artifact_exclude]),
         "dev_tree_bytes": tree_bytes([str(build.folder)]),
         "dependency_count": None,
-        "lock_count": lock_count(Path(build.expand(recipe.dependencies["lock"]))),
+        "lock_count": None,
         "tool_lines": tool_lines(recipe.source_dir / recipe.tool_file),
         "build_s": build.build_s,
         "build_cached": cached,
     }
     sdk_version = None
+    try:
+        block["lock_count"] = lock_count(Path(build.expand(recipe.dependencies["lock"])))
+    except (OSError, ValueError, KeyError) as err:
+        warnings.append(f"lock count failed: {err}")
     try:
         packages = shipped_packages(build)
         block["dependency_count"] = len(packages)

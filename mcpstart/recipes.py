@@ -137,6 +137,7 @@ def load_recipe(path: Path) -> Recipe:
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise RecipeError(f"{path}: cannot read recipe: {err}") from err
     top = _Fields(path, data)
+    language, sdk, sdk_version = top.choice("language", LANGUAGES), top.text("sdk"), top.text("sdk_version")
     build, run, artifact, deps = (top.sub("build"), top.sub("run"), top.sub("artifact"),
                                   top.sub("dependencies"))
     toolchains = []
@@ -157,9 +158,9 @@ def load_recipe(path: Path) -> Recipe:
     return Recipe(
         name=path.stem,
         path=path,
-        language=top.choice("language", LANGUAGES),
-        sdk=top.text("sdk"),
-        sdk_version=top.text("sdk_version"),
+        language=language,
+        sdk=sdk,
+        sdk_version=sdk_version,
         source_dir=source_dir,
         sources=top.strings("sources"),
         tool_file=tool_file,

@@ -79,7 +79,7 @@ class Results:
     def save(self, path: Path) -> None:
         """Write ``path`` (JSON) and its ``.toml`` sibling, each atomically (temp file, rename)."""
         data = self.to_dict()
-        _write_atomic(Path(path), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        _write_atomic(Path(path), json.dumps(data, indent=2) + "\n")
         import tomli_w
 
         _write_atomic(Path(path).with_suffix(".toml"), tomli_w.dumps(_toml_ready(data)))

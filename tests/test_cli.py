@@ -1,0 +1,122 @@
+"""The CLI end to end against fake servers described by recipes: fast, no toolchain but Python."""
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mcpstart.cli import main
+
+from conftest import FAKE
+
+RECIPE = '''
+language = "python"
+sdk = "fake"
+sdk_version = "0"
+source = "servers/fake"
+sources = ["fake_server.py", "requirements.txt"]
+tool_file = "fake_server.py"
+
+[[toolchains]]
+name = "python3"
+version = ["python3", "--version"]
+
+[build]
+steps = [["python3", "-m", "py_compile", "fake_server.py"]]
+
+[run]
+argv = {argv}
+
+[artifact]
+include = ["{{src}}/fake_server.py"]
+
+[dependencies]
+method = "python-venv"
+target = "{{build}}/venv"
+lock = "{{src}}/requirements.txt"
+'''
+
+
+def repo(tmp_path: Path, servers: dict[str, list[str]]) -> Path:
+    (tmp_path / "servers" / "fake").mkdir(parents=True)
+    shutil.copy(FAKE, tmp_path / "servers" / "fake" / "fake_server.py")
+    (tmp_path / "servers" / "fake" / "requirements.txt").write_text("fake==0\n")
+    (tmp_path / "build-recipes").mkdir()
+    for name, switches in servers.items():
+        argv = json.dumps(["python3", "{src}/fake_server.py", *switches])
+        (tmp_path / "build-recipes" / f"{name}.toml").write_text(RECIPE.format(argv=argv))
+    return tmp_path
+
+
+def run(tmp_path, *args):
+    return CliRunner().invoke(main, ["measure", "--recipes", str(tmp_path / "build-recipes"),
+                                     "--cache-dir", str(tmp_path / "cache"), "--runs", "2",
+                                     "--timeout", "10", "--payload-bytes", "100000",
+                                     "-o", str(tmp_path / "out.json"), *args])
+
+
+def test_failing_server_is_a_row_and_the_others_are_kept(tmp_path):
+    repo(tmp_path, {"good": [], "needs-key": ["--need-env", "FOO_API_KEY"]})
+    result = run(tmp_path)
+    assert result.exit_code == 1, result.output
+    data = json.loads((tmp_path / "out.json").read_text())
+    rows = {s["name"]: s for s in data["servers"]}
+    assert rows["good"]["status"] == "ok" and rows["good"]["reason"] is None
+    assert rows["good"]["handshake_ms"]["n"] == 2
+    assert len(rows["good"]["handshake_ms"]["warmup_samples"]) == 1
+    assert rows["good"]["payload"]["verified"] is True
+    assert rows["good"]["footprint"]["tool_lines"] > 100
+    assert rows["good"]["footprint"]["lock_count"] == 1
+    assert rows["good"]["footprint"]["dependency_count"] is None  # the toy build has no venv
+    assert any("no site-packages under" in w for w in rows["good"]["warnings"])
+    assert rows["good"]["command"]["argv"][1].endswith("/src/fake_server.py")
+    assert rows["needs-key"]["status"] == "failed"
+    assert "exited with code 1" in rows["needs-key"]["reason"]
+    assert "FOO_API_KEY not set" in rows["needs-key"]["reason"]
+    assert "| status " in result.stdout and "failed" in result.stdout
+    assert (tmp_path / "out.toml").is_file()
+
+
+def test_env_reaches_servers_and_its_value_is_not_stored(tmp_path):
+    repo(tmp_path, {"needs-key": ["--need-env", "FOO_API_KEY"]})
+    result = run(tmp_path, "--env", "FOO_API_KEY=hunter2", "--warmup", "0")
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "out.json").read_text()
+    assert "hunter2" not in text
+    data = json.loads(text)
+    assert data["servers"][0]["command"]["env_keys"] == ["FOO_API_KEY"]
+    assert data["settings"]["env_keys"] == ["FOO_API_KEY"]
+    assert data["servers"][0]["handshake_ms"]["warmup_samples"] == []
+
+
+def test_report_reprints_the_table(tmp_path):
+    repo(tmp_path, {"good": []})
+    measured = run(tmp_path)
+    assert measured.exit_code == 0, measured.output
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "out.json"), "--format", "plain"])
+    assert report.exit_code == 0
+    assert "cold start median (ms)" in report.output and "good" in report.output
+
+
+def test_bad_input_exits_2(tmp_path):
+    repo(tmp_path, {"good": []})
+    (tmp_path / "build-recipes" / "broken.toml").write_text("language = 'go'\n")
+    result = run(tmp_path)
+    assert result.exit_code == 2
+    assert "broken.toml: field 'sdk' is missing" in result.output
+    assert not (tmp_path / "out.json").exists()
+    assert run(tmp_path, "--only", "nope").exit_code == 2
+    assert CliRunner().invoke(main, ["measure", "--runs", "0"]).exit_code == 2
+    assert CliRunner().invoke(main, ["report", str(tmp_path / "none.json")]).exit_code == 2
+
+
+def test_skipped_toolchain_and_require_all(tmp_path):
+    repo(tmp_path, {"good": []})
+    recipe = tmp_path / "build-recipes" / "good.toml"
+    recipe.write_text(recipe.read_text().replace('version = ["python3"', 'version = ["nocc-xyz"'))
+    result = run(tmp_path)
+    assert result.exit_code == 0
+    row = json.loads((tmp_path / "out.json").read_text())["servers"][0]
+    assert row["status"] == "skipped" and row["reason"] == "skipped: nocc-xyz not found"
+    assert run(tmp_path, "--require-all").exit_code == 1

@@ -1,0 +1,45 @@
+import json
+import tomllib
+
+import pytest
+
+from mcpstart.results import Results, ResultsError, ServerResult, load
+from mcpstart.stats import summarize
+
+
+def sample_results() -> Results:
+    row = ServerResult("go", "go", "go-sdk", "v1.8.0", handshake_ms=summarize([1.0, 2.0, 3.0], [9.0]),
+                       warnings=["bad \ud800 surrogate"])
+    failed = ServerResult("rust", "rust", "rmcp", "3.11.0")
+    failed.fail("exited with code 1")
+    failed.fail("second cause")
+    return Results("2026-01-01T00:00:00+00:00", "0.1.0", ["mcpstart", "measure"],
+                   {"hostname": "h"}, {"runs": 3}, [row, failed])
+
+
+def test_json_roundtrip_and_toml_copy(tmp_path):
+    path = tmp_path / "out.json"
+    sample_results().save(path)
+    data = json.loads(path.read_text())
+    assert list(data)[0] == "schema" and data["schema"] == "mcpstart/1"
+    loaded = load(path)
+    assert loaded.servers[0].handshake_ms["warmup_samples"] == [9.0]
+    assert loaded.servers[1].status == "failed"
+    assert loaded.servers[1].reason == "exited with code 1"
+    assert loaded.servers[1].warnings == ["second cause"]
+
+    toml = tomllib.loads(path.with_suffix(".toml").read_text())
+    assert toml["servers"][0]["handshake_ms"]["median"] == 2.0
+    assert "p95" not in toml["servers"][0]["handshake_ms"]  # null omitted
+    assert "memory" not in toml["servers"][0]
+    assert toml["servers"][0]["warnings"] == ["bad \\ud800 surrogate"]
+    assert not list(tmp_path.glob(".out*"))  # no temp files left behind
+
+
+def test_load_rejects_other_files(tmp_path):
+    other = tmp_path / "x.json"
+    other.write_text('{"schema": "other/2"}')
+    with pytest.raises(ResultsError, match="not an mcpstart results file"):
+        load(other)
+    with pytest.raises(ResultsError, match="missing.json"):
+        load(tmp_path / "missing.json")
