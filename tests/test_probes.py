@@ -29,7 +29,10 @@ def test_peak_memory_of_a_call_is_exact_high_water_mark(fake):
     grown = memory["peak_rss_bytes_payload"] - memory["idle_rss_bytes"]
     assert 90 * MIB <= grown <= 140 * MIB
     assert memory["processes"][0]["peak_rss_bytes_payload"] == memory["peak_rss_bytes_payload"]
-    assert memory["peak_rss_bytes_sampled"] <= memory["peak_rss_bytes_payload"]
+    # sampled RSS never sees more than the high-water mark, up to the kernel's per-CPU
+    # RSS counter slack (a few hundred KiB)
+    assert memory["peak_rss_bytes_sampled"] <= memory["peak_rss_bytes_payload"] + MIB
+    assert memory["peak_rss_bytes_sampled"] >= memory["idle_rss_bytes"] + 60 * MIB
 
 
 def test_tools_block_and_wrong_reversal_detected(fake):
