@@ -34,10 +34,18 @@ def _env_pairs(ctx, param, values) -> dict[str, str]:
     return pairs
 
 
+class _Main(click.Group):
+    """The top-level group; it keeps mcpstart's own command line for the results file."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
+        return super().parse_args(ctx, args)
+
+
 def _redacted_argv() -> list[str]:
     """mcpstart's own command line with the values of --env replaced by ***."""
     argv, redact_next = [], False
-    for arg in sys.argv:
+    for arg in click.get_current_context().meta["mcpstart.argv"]:
         if redact_next:
             arg, redact_next = arg.split("=", 1)[0] + "=***", False
         elif arg == "--env":
@@ -72,7 +80,7 @@ format_option = click.option(
     help="Table format: any tabulate format, e.g. github (Markdown), plain, simple, grid.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcpstart")
 def main() -> None:
     """Profile MCP servers over the stdio transport.

@@ -50,17 +50,17 @@ def tree_bytes(include: list[str], exclude: list[str] = ()) -> int:
     return total
 
 
-def _npm_lock(lock: Path) -> dict[str, str]:
+def _npm_lock(lock: Path) -> set[tuple[str, str]]:
     packages = json.loads(lock.read_text())["packages"]
-    return {key.rsplit("node_modules/", 1)[1]: meta.get("version", "")
+    return {(key.rsplit("node_modules/", 1)[1], meta.get("version", ""))
             for key, meta in packages.items()
             if key.startswith("node_modules/") and not meta.get("dev")}
 
 
-def _python_venv(venv: Path) -> dict[str, str]:
+def _python_venv(venv: Path) -> set[tuple[str, str]]:
     from importlib import metadata
 
-    found = {}
+    found = set()
     sites = list(venv.glob("lib/python*/site-packages"))
     if not sites:
         raise FileNotFoundError(f"no site-packages under {venv}")
@@ -68,22 +68,22 @@ def _python_venv(venv: Path) -> dict[str, str]:
         for dist in metadata.distributions(path=[str(site)]):
             name = re.sub(r"[-_.]+", "-", dist.metadata["Name"]).lower()
             if name not in NOT_SHIPPED_PYTHON:
-                found[name] = dist.version
+                found.add((name, dist.version))
     return found
 
 
-def _go_binary(binary: Path, env: dict[str, str]) -> dict[str, str]:
+def _go_binary(binary: Path, env: dict[str, str]) -> set[tuple[str, str]]:
     out = _run(["go", "version", "-m", str(binary)], binary.parent, env)
-    return {parts[1]: parts[2] for line in out.splitlines()
+    return {(parts[1], parts[2]) for line in out.splitlines()
             if (parts := line.split()) and parts[0] == "dep" and len(parts) >= 3}
 
 
-def _cargo_tree(manifest_dir: Path, env: dict[str, str]) -> dict[str, str]:
+def _cargo_tree(manifest_dir: Path, env: dict[str, str]) -> set[tuple[str, str]]:
     out = _run(["cargo", "tree", "-e", "normal", "--prefix", "none", "--locked", "--offline"],
                manifest_dir, env)
     crates = [line.split()[:2] for line in out.splitlines() if line.strip()]
     root = tuple(crates[0])
-    return {name: version.lstrip("v") for name, version in crates[1:] if (name, version) != root}
+    return {(name, version.lstrip("v")) for name, version in crates[1:] if (name, version) != root}
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -95,8 +95,9 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def shipped_packages(build: Build) -> dict[str, str]:
-    """Packages that ship with the server besides itself, name -> version, counted by the
+def shipped_packages(build: Build) -> set[tuple[str, str]]:
+    """Packages that ship with the server besides itself, as distinct (name, version) pairs
+    (two versions of one package count twice), counted by the
     recipe's method: npm-lock (production entries of package-lock.json), python-venv
     (distributions in the venv but pip/setuptools/wheel), go-binary (modules linked into the
     binary, ``go version -m``), cargo-tree (``cargo tree -e normal`` for the host, deduplicated).
@@ -177,7 +178,8 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
     try:
         packages = shipped_packages(build)
         block["dependency_count"] = len(packages)
-        sdk_version = packages.get(recipe.sdk) or packages.get(recipe.sdk.lower())
+        sdk_version = next((v for n, v in sorted(packages) if n == recipe.sdk.lower()
+                            or n == recipe.sdk), None)
     except (RuntimeError, OSError, ValueError, KeyError) as err:
         warnings.append(f"dependency count failed: {err}")
     if sdk_version and sdk_version.lstrip("v") != recipe.sdk_version.lstrip("v"):

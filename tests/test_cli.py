@@ -80,13 +80,16 @@ def test_failing_server_is_a_row_and_the_others_are_kept(tmp_path):
 
 def test_env_reaches_servers_and_its_value_is_not_stored(tmp_path):
     repo(tmp_path, {"needs-key": ["--need-env", "FOO_API_KEY"]})
-    result = run(tmp_path, "--env", "FOO_API_KEY=hunter2", "--warmup", "0")
+    result = run(tmp_path, "--env", "FOO_API_KEY=hunter2", "--warmup", "0", "--env=B=x=y")
     assert result.exit_code == 0, result.output
     text = (tmp_path / "out.json").read_text()
     assert "hunter2" not in text
     data = json.loads(text)
-    assert data["servers"][0]["command"]["env_keys"] == ["FOO_API_KEY"]
-    assert data["settings"]["env_keys"] == ["FOO_API_KEY"]
+    assert data["servers"][0]["command"]["env_keys"] == ["B", "FOO_API_KEY"]
+    assert data["settings"]["env_keys"] == ["B", "FOO_API_KEY"]
+    assert data["argv"][:2] == ["mcpstart", "measure"]
+    assert "--env" in data["argv"] and "FOO_API_KEY=***" in data["argv"]
+    assert "--env=B=***" in data["argv"]
     assert data["servers"][0]["handshake_ms"]["warmup_samples"] == []
 
 

@@ -29,7 +29,7 @@ def test_lock_counts(tmp_path):
         "node_modules/a/node_modules/b": {"version": "1.0.0"},
         "node_modules/typescript": {"version": "5.0.0", "dev": True}}}))
     assert lock_count(npm) == 3
-    assert _npm_lock(npm) == {"zod": "4.1.0", "b": "1.0.0"}
+    assert _npm_lock(npm) == {("zod", "4.1.0"), ("b", "1.0.0")}
 
     cargo = tmp_path / "Cargo.lock"
     cargo.write_text('version = 4\n[[package]]\nname = "me"\nversion = "0.1.0"\n'
