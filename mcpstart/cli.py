@@ -8,10 +8,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .probes import DEFAULT_PAYLOAD_BYTES, DEFAULT_REVISION
+from . import __version__, defaults
 
-DEFAULT_OUTPUT = "mcpstart-results.json"
 
 
 class InputError(click.ClickException):
@@ -59,6 +57,9 @@ def _redacted_argv() -> list[str]:
 def _recipes(folder: str, names: tuple[str, ...]):
     from .recipes import RecipeError, load_recipes
 
+    if not Path(folder).is_dir():
+        raise InputError(f"no recipe folder {folder!r}: run mcpstart from its checkout, or pass "
+                         "--recipes DIR")
     try:
         return load_recipes(Path(folder), list(names) or None)
     except RecipeError as err:
@@ -129,20 +130,20 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
 
 
 @main.command()
-@click.option("--runs", default=6, show_default=True, type=click.IntRange(min=1),
+@click.option("--runs", default=defaults.RUNS, show_default=True, type=click.IntRange(min=1),
               help="Counted cold starts per server.")
-@click.option("--warmup", default=1, show_default=True, type=click.IntRange(min=0),
+@click.option("--warmup", default=defaults.WARMUP, show_default=True, type=click.IntRange(min=0),
               help="Warm-up cold starts per server, recorded but left out of the statistics.")
 @click.option("--only", multiple=True, metavar="NAME",
               help="Measure only this server (a recipe name); repeatable.")
-@click.option("--output", "-o", default=DEFAULT_OUTPUT, show_default=True,
+@click.option("--output", "-o", default=defaults.OUTPUT, show_default=True,
               type=click.Path(dir_okay=False),
               help="Results file (JSON); a TOML copy is written beside it.")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", default=defaults.TIMEOUT_S, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds each wait for a server may take.")
-@click.option("--protocol-version", default=DEFAULT_REVISION, show_default=True,
+@click.option("--protocol-version", default=defaults.REVISION, show_default=True,
               help="Protocol revision requested in initialize.")
-@click.option("--payload-bytes", default=DEFAULT_PAYLOAD_BYTES, show_default=True,
+@click.option("--payload-bytes", default=defaults.PAYLOAD_BYTES, show_default=True,
               type=click.IntRange(min=1), help="Size of the large reverse_text argument.")
 @click.option("--env", "env", multiple=True, callback=_env_pairs, metavar="KEY=VALUE",
               help="Set a variable for every server (value is not stored); repeatable.")
@@ -180,7 +181,7 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
 
 
 @main.command()
-@click.argument("results_file", default=DEFAULT_OUTPUT, type=click.Path(dir_okay=False))
+@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @format_option
 def report(results_file, tablefmt) -> None:
     """Print the table of a results file (default: ./mcpstart-results.json) without
@@ -193,3 +194,7 @@ def report(results_file, tablefmt) -> None:
     except ResultsError as err:
         raise InputError(str(err)) from err
     click.echo(table(results, tablefmt))
+
+
+if __name__ == "__main__":
+    main()

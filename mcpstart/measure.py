@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, machine
+from . import __version__, defaults, machine
 from .build import Build, ensure_built
 from .footprint import measure_footprint
-from .probes import DEFAULT_PAYLOAD_BYTES, DEFAULT_REVISION, handshake_series, tool_session
+from .probes import handshake_series, tool_session
 from .recipes import Recipe
 from .results import Results, ServerResult
 from .session import Command, SessionError
@@ -25,11 +25,11 @@ class Settings:
     server; ``timeout_s`` bounds every wait on a server; ``env`` is set for every server on
     top of mcpstart's environment (only its keys are stored)."""
 
-    runs: int = 6
-    warmup: int = 1
-    timeout_s: float = 60.0
-    payload_bytes: int = DEFAULT_PAYLOAD_BYTES
-    requested_revision: str = DEFAULT_REVISION
+    runs: int = defaults.RUNS
+    warmup: int = defaults.WARMUP
+    timeout_s: float = defaults.TIMEOUT_S
+    payload_bytes: int = defaults.PAYLOAD_BYTES
+    requested_revision: str = defaults.REVISION
     env: dict[str, str] = field(default_factory=dict)
 
     def record(self) -> dict:

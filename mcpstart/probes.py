@@ -6,13 +6,10 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 
-from . import __version__, memory
+from . import __version__, defaults, memory
 from .session import Command, SessionError, StdioSession
 from .stats import summarize
 
-DEFAULT_REVISION = "2025-11-25"
-"""The newest protocol revision of the initialize-handshake era (MCP specification 2025-11-25)."""
-DEFAULT_PAYLOAD_BYTES = 5 * 1024 * 1024
 TOOL_NAME = "reverse_text"
 UNICODE_CHECK = "mcp e\u0301t\u00e9 \U0001F600 \u6f22\u5b57!"
 """A short input with a combining mark (e + U+0301), a non-BMP emoji and CJK; its expected
