@@ -156,7 +156,7 @@ def tool_session(command: Command, revision: str, timeout_s: float, payload_byte
         if not settled:
             warnings.append(f"idle memory did not settle within {waited:.1f} s")
         idle = [row for p in session.tree() if (row := memory.describe(p, full=True))]
-        payload, peaks = None, {}
+        payload, peaks, structured = None, {}, None
         if tool is None:
             warnings.append(f"no {TOOL_NAME} tool: payload not measured")
         else:
@@ -168,7 +168,7 @@ def tool_session(command: Command, revision: str, timeout_s: float, payload_byte
     return {
         "tools": {"count": len(tools), "list_bytes": listing.size_bytes,
                   "output_schema": bool(tool and tool.get("outputSchema")),
-                  "structured_content": structured if tool else None},
+                  "structured_content": structured},
         "memory": _memory_block(idle, peaks),
         "payload": payload,
         "shutdown": {"how": shutdown["how"], "ms": shutdown["ms"]},

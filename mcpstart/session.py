@@ -159,7 +159,6 @@ class StdioSession:
         self._lines: queue.Queue[Line | None] = queue.Queue()
         self._writes: queue.Queue[bytes | None] = queue.Queue()
         self._stderr_tail: deque[bytes] = deque()
-        self._stderr_bytes = 0
         self._stdout_eof_ns: int | None = None
         self._stdin_closed = False
         self._seen: dict[int, float] = {}  # pid -> create_time of every descendant seen
@@ -216,9 +215,11 @@ class StdioSession:
     def _write_loop(self) -> None:
         stdin = self._proc.stdin
         while (data := self._writes.get()) is not None:
+            view = memoryview(data)
             try:
-                stdin.write(data)
-            except (BrokenPipeError, OSError, ValueError):
+                while view:
+                    view = view[stdin.write(view):]
+            except (OSError, ValueError):  # the server closed stdin or exited
                 break
         try:
             stdin.close()
@@ -251,7 +252,6 @@ class StdioSession:
         fd = self._proc.stderr.fileno()
         kept = 0
         while chunk := os.read(fd, READ_CHUNK):
-            self._stderr_bytes += len(chunk)
             self._stderr_tail.append(chunk)
             kept += len(chunk)
             while kept - len(self._stderr_tail[0]) >= STDERR_TAIL_BYTES:
@@ -261,11 +261,6 @@ class StdioSession:
         """The last ~2000 bytes the server wrote to stderr, decoded leniently."""
         text = b"".join(self._stderr_tail)[-STDERR_TAIL_BYTES:]
         return text.decode("utf-8", errors="replace")
-
-    @property
-    def stderr_bytes(self) -> int:
-        """Bytes the server has written to stderr so far."""
-        return self._stderr_bytes
 
     # ----- JSON-RPC ---------------------------------------------------------------------
     def notify(self, method: str, params: dict | None = None) -> None:
@@ -306,11 +301,18 @@ class StdioSession:
                 framing, or sent nothing awaited within ``timeout_s`` seconds; the message
                 says which, with the exit code and stderr tail where there are any.
         """
+        outcome = self._read_until(request_id, timeout_s)
+        if outcome == "timeout":
+            raise SessionError(self._diagnose_timeout(request_id, timeout_s))
+        if outcome == "eof":
+            raise SessionError(self._diagnose_eof())
+        return outcome
+
+    def _read_until(self, request_id: int, timeout_s: float) -> Response | str:
+        """Handle stdout lines until the response with ``request_id``; returns it, or
+        "timeout" or "eof". Raises FramingError on a Content-Length header."""
         deadline = time.monotonic() + timeout_s
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SessionError(self._diagnose_timeout(request_id, timeout_s))
+        while (remaining := deadline - time.monotonic()) > 0:
             try:
                 line = self._lines.get(timeout=min(remaining, 0.25))
             except queue.Empty:
@@ -318,10 +320,11 @@ class StdioSession:
                 continue
             if line is None:
                 self._lines.put(None)  # keep EOF visible to later waits
-                raise SessionError(self._diagnose_eof())
+                return "eof"
             response = self._handle(line, request_id)
             if response is not None:
                 return response
+        return "timeout"
 
     def _handle(self, line: Line, awaited_id: int) -> Response | None:
         if line.crlf:
@@ -391,35 +394,16 @@ class StdioSession:
         speaks LSP-style framing (probed in a fresh process), or it is simply slow."""
         cause = f"no response to request {request_id} within {timeout_s:g} s"
         self._close_stdin()
-        try:
-            self.wait_response_quietly(request_id, DIAGNOSIS_WAIT_S)
+        if isinstance(self._read_until(request_id, DIAGNOSIS_WAIT_S), Response):
             return (f"{cause}; the answer came only after stdin was closed: the server does not "
                     "flush stdout after each message (block-buffered output, e.g. Python "
                     "without -u)")
-        except SessionError:
-            pass
         if self.stdout_bytes == 0:
             cause += " (nothing at all on stdout)"
             framing = _probe_lsp_framing(self.command, min(timeout_s, DIAGNOSIS_WAIT_S * 2))
             if framing:
                 return f"{cause}; a fresh process answered a Content-Length framed ping: {framing}"
         return self._with_stderr(cause)
-
-    def wait_response_quietly(self, request_id: int, timeout_s: float) -> Response:
-        """Like ``wait_response`` but a timeout raises a plain SessionError without diagnosis."""
-        deadline = time.monotonic() + timeout_s
-        while (remaining := deadline - time.monotonic()) > 0:
-            try:
-                line = self._lines.get(timeout=remaining)
-            except queue.Empty:
-                break
-            if line is None:
-                self._lines.put(None)
-                break
-            response = self._handle(line, request_id)
-            if response is not None:
-                return response
-        raise SessionError("no response")
 
     # ----- process tree and shutdown -----------------------------------------------------
     def tree(self) -> list[psutil.Process]:
@@ -520,11 +504,9 @@ def _probe_lsp_framing(command: Command, wait_s: float) -> str | None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
     probe._writes.put(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     try:
-        probe.wait_response_quietly(1, wait_s)
+        probe._read_until(1, wait_s)
     except FramingError as err:
         return str(err)
-    except SessionError:
-        pass
     finally:
         probe.shutdown()
     return None
