@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import interrupts
 from .recipes import Recipe
 from .session import Command
 
@@ -25,6 +27,7 @@ CACHE_ENV = "MCPSTART_CACHE_DIR"
 MARKER = "mcpstart-build.json"
 BUILD_TIMEOUT_S = 1800
 LOG_TAIL_LINES = 25
+KEEP_BUILDS = 3
 
 Progress = Callable[[str], None]
 
@@ -126,8 +129,9 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     key = build_key(recipe, versions)
     folder = root / "builds" / f"{recipe.name}-{key[:16]}"
     marker = folder / MARKER
-    if marker.is_file() and not rebuild:
-        done = json.loads(marker.read_text())
+    done = _read_marker(marker) if not rebuild else None
+    if done:
+        os.utime(folder)  # most recently used: kept when older builds are pruned
         progress(f"{recipe.name}: up to date (built in {done['build_s']:.1f} s at "
                  f"{done['finished']}), nothing to do")
         return Build(recipe, "cached", folder=folder, build_s=done["build_s"],
@@ -137,15 +141,35 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     failure = _run_build(build)
     if failure:
         build.status, build.reason = "failed", failure
-        progress(f"{recipe.name}: build failed: {failure}")
+        progress(f"{recipe.name}: build failed: {failure.splitlines()[0]} (log: {build.log})")
         return build
-    marker.write_text(json.dumps({"key": key, "build_s": build.build_s, "toolchains": versions,
-                                  "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
-    for old in folder.parent.glob(f"{recipe.name}-*"):
-        if old != folder and len(old.name) == len(folder.name):
-            shutil.rmtree(old, ignore_errors=True)
+    tmp = marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "build_s": build.build_s, "toolchains": versions,
+                               "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
+    tmp.replace(marker)
+    _prune(folder)
     progress(f"{recipe.name}: built in {build.build_s:.1f} s")
     return build
+
+
+def _read_marker(marker: Path) -> dict | None:
+    """The finished build's record, or None when absent or unreadable (then: build again)."""
+    try:
+        done = json.loads(marker.read_text())
+        return done if isinstance(done.get("build_s"), (int, float)) and done.get("finished") else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _prune(current: Path) -> None:
+    """Keep the KEEP_BUILDS most recently used build folders of this server, so switching
+    between checkouts or branches does not rebuild each time; remove older ones."""
+    same = re.compile(re.escape(current.name.rsplit("-", 1)[0]) + r"-[0-9a-f]{16}")
+    builds = sorted((p for p in current.parent.iterdir() if same.fullmatch(p.name)),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in builds[KEEP_BUILDS:]:
+        if old != current:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _run_build(build: Build) -> str | None:
@@ -182,8 +206,15 @@ def _run_step(argv: list[str], cwd: Path, env: dict[str, str], log) -> str | Non
     try:
         code = proc.wait(timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        code = None
+    finally:  # also on an exit signal; and background processes a step left behind go too
+        with interrupts.shielded():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    if code is None:
         return f"took longer than {BUILD_TIMEOUT_S} s and was killed"
     return f"exited with code {code}" if code else None
 

@@ -3,6 +3,8 @@ or skipped, 1 a server failed, 2 usage or input error."""
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 from pathlib import Path
 
@@ -39,6 +41,12 @@ class _Main(click.Group):
         ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
         return super().parse_args(ctx, args)
 
+    def invoke(self, ctx: click.Context):
+        from .interrupts import exit_on_signals
+
+        with exit_on_signals():
+            return super().invoke(ctx)
+
 
 def _redacted_argv() -> list[str]:
     """mcpstart's own command line with the values of --env replaced by ***."""
@@ -52,6 +60,45 @@ def _redacted_argv() -> list[str]:
             arg = arg.split("=", 2)[0] + "=" + arg.split("=", 2)[1] + "=***"
         argv.append(arg)
     return argv
+
+
+def _finite(ctx, param, value: float) -> float:
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number of seconds", ctx, param)
+    return value
+
+
+def _table_format(ctx, param, value: str) -> str:
+    from tabulate import tabulate_formats
+
+    if value not in tabulate_formats:
+        raise click.BadParameter(f"{value!r} is not one of {', '.join(tabulate_formats)}",
+                                 ctx, param)
+    return value
+
+
+def _writable_output(ctx, param, value: str) -> Path:
+    path = Path(value)
+    if path.with_suffix(".toml") == path:
+        raise click.BadParameter("names the JSON results file; its TOML copy is written "
+                                 "beside it (use a .json name)", ctx, param)
+    folder = path.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write into folder {str(folder)!r}", ctx, param)
+    return path
+
+
+def _cache(option: str | None) -> Path:
+    from .build import cache_root
+
+    root = cache_root(option)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"cannot use cache folder {root}: {err.strerror or err}") from err
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write into cache folder {root}")
+    return root
 
 
 def _recipes(folder: str, names: tuple[str, ...]):
@@ -68,7 +115,9 @@ def _recipes(folder: str, names: tuple[str, ...]):
 
 recipes_option = click.option(
     "--recipes", "recipes_dir", default="build-recipes", show_default=True,
-    type=click.Path(file_okay=False), help="Folder of build recipes (<name>.toml).")
+    type=click.Path(file_okay=False),
+    help="Folder of build recipes (<name>.toml); a recipe's `source` is relative to this "
+         "folder's parent (the checkout).")
 cache_option = click.option(
     "--cache-dir", type=click.Path(file_okay=False),
     help="Where builds go. Default: $MCPSTART_CACHE_DIR, else the user cache dir "
@@ -77,7 +126,7 @@ require_all_option = click.option(
     "--require-all", is_flag=True,
     help="Treat a server skipped for a missing toolchain as failed (exit 1). CI uses this.")
 format_option = click.option(
-    "--format", "tablefmt", default="github", show_default=True,
+    "--format", "tablefmt", default="github", show_default=True, callback=_table_format,
     help="Table format: any tabulate format, e.g. github (Markdown), plain, simple, grid.")
 
 
@@ -99,7 +148,7 @@ def main() -> None:
     """
 
 
-@main.command()
+@main.command(short_help="Build the reference servers (cached; only what changed).")
 @click.argument("names", nargs=-1)
 @click.option("--rebuild", is_flag=True, help="Build even when an up-to-date build exists.")
 @recipes_option
@@ -112,10 +161,9 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
     versions: a second build with nothing changed does no work. A missing toolchain
     skips that server; a failed build prints its log's tail; the others go on.
     """
-    from .build import cache_root
     from .measure import build_all
 
-    builds = build_all(_recipes(recipes_dir, names), cache_root(cache_dir), rebuild, _progress)
+    builds = build_all(_recipes(recipes_dir, names), _cache(cache_dir), rebuild, _progress)
     failed = False
     for item in builds:
         if item.status == "skipped":
@@ -129,7 +177,7 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
     sys.exit(1 if failed else 0)
 
 
-@main.command()
+@main.command(short_help="Build what is stale, measure each server, print a table.")
 @click.option("--runs", default=defaults.RUNS, show_default=True, type=click.IntRange(min=1),
               help="Counted cold starts per server.")
 @click.option("--warmup", default=defaults.WARMUP, show_default=True, type=click.IntRange(min=0),
@@ -137,12 +185,14 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
 @click.option("--only", multiple=True, metavar="NAME",
               help="Measure only this server (a recipe name); repeatable.")
 @click.option("--output", "-o", default=defaults.OUTPUT, show_default=True,
-              type=click.Path(dir_okay=False),
-              help="Results file (JSON); a TOML copy is written beside it.")
-@click.option("--timeout", default=defaults.TIMEOUT_S, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              type=click.Path(dir_okay=False), callback=_writable_output,
+              help="Results file (JSON); a TOML copy with the same stem is written beside it.")
+@click.option("--timeout", default=defaults.TIMEOUT_S, show_default=True, callback=_finite,
+              type=click.FloatRange(min=0, min_open=True),
               help="Seconds each wait for a server may take.")
 @click.option("--protocol-version", default=defaults.REVISION, show_default=True,
-              help="Protocol revision requested in initialize.")
+              help="Protocol revision requested in initialize; a server may answer with "
+                   "another it supports (the table shows what was negotiated).")
 @click.option("--payload-bytes", default=defaults.PAYLOAD_BYTES, show_default=True,
               type=click.IntRange(min=1), help="Size of the large reverse_text argument.")
 @click.option("--env", "env", multiple=True, callback=_env_pairs, metavar="KEY=VALUE",
@@ -165,22 +215,20 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     metadata go to the results file, rewritten after each server. Exit status: 0 all
     measured or skipped, 1 a server failed (the table says why), 2 bad input.
     """
-    from .build import cache_root
     from .measure import Settings, build_all, measure_builds
     from .report import table
 
     recipes = _recipes(recipes_dir, only)
     settings = Settings(runs=runs, warmup=warmup, timeout_s=timeout, payload_bytes=payload_bytes,
                         requested_revision=protocol_version, env=env)
-    builds = build_all(recipes, cache_root(cache_dir), rebuild, _progress)
-    results = measure_builds(builds, settings, Path(output), _redacted_argv(), require_all,
-                             _progress)
+    builds = build_all(recipes, _cache(cache_dir), rebuild, _progress)
+    results = measure_builds(builds, settings, output, _redacted_argv(), require_all, _progress)
     click.echo(table(results, tablefmt))
-    _progress(f"results written to {output} and {Path(output).with_suffix('.toml')}")
+    _progress(f"results written to {output} and {output.with_suffix('.toml')}")
     sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
 
 
-@main.command()
+@main.command(short_help="Print the table of a results file again.")
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @format_option
 def report(results_file, tablefmt) -> None:

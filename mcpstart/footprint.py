@@ -141,7 +141,7 @@ def lock_count(lock: Path) -> int:
 def tool_lines(path: Path) -> int:
     """Non-blank, non-comment lines of one source file: ``#`` comments for Python, ``//`` and
     ``/* */`` comments for the C-like languages."""
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".py":
         lines = [l for l in text.splitlines() if not l.strip().startswith("#")]
     else:

@@ -55,6 +55,9 @@ def measure_server(row: ServerResult, command: Command, settings: Settings,
         row.handshake_ms = series["handshake_ms"]
         row.phases_ms = {"first_byte": series["first_byte_ms"]}
         row.protocol["negotiated_revision"] = series["negotiated_revision"]
+        if series["negotiated_revision"] != settings.requested_revision:
+            row.warnings.append(f"requested protocol revision {settings.requested_revision!r}, "
+                                f"server negotiated {series['negotiated_revision']!r}")
         row.orphans += series["orphans"]
         row.warnings += series["warnings"]
         session = tool_session(command, settings.requested_revision, settings.timeout_s,
@@ -103,18 +106,22 @@ def measure_builds(builds: list[Build], settings: Settings, output: Path, argv: 
         step = lambda text, n=recipe.name: progress(f"[{index}/{len(builds)}] {n}: {text}")
         row = ServerResult(recipe.name, recipe.language, recipe.sdk, recipe.sdk_version)
         if build.status == "skipped":
-            row.status, row.reason = "skipped", f"skipped: {build.reason}"
+            row.status, row.reason = "skipped", build.reason
             if require_all:
                 row.fail(f"{build.reason} (--require-all)")
         elif not build.ok:
             row.fail(f"build failed: {build.reason}")
         else:
             step("footprint")
-            row.footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
-            row.sdk_version = resolved or recipe.sdk_version
-            row.warnings += warnings
+            try:
+                row.footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
+                row.sdk_version = resolved or recipe.sdk_version
+                row.warnings += warnings
+            except (OSError, ValueError) as err:
+                row.warnings.append(f"footprint not measured: {err}")
             measure_server(row, build.command(settings.env), settings, step)
-        step(row.status if row.status == "ok" else f"{row.status}: {row.reason}")
+        outcome = row.status if row.status == "ok" else f"{row.status}: {row.reason.splitlines()[0]}"
+        step(outcome + "".join(f"\n  warning: {w}" for w in row.warnings))
         results.servers.append(row)
         results.save(output)
     return results

@@ -155,14 +155,19 @@ def load_recipe(path: Path) -> Recipe:
     tool_file = top.text("tool_file")
     if not (source_dir / tool_file).is_file():
         raise RecipeError(f"{path}: field 'tool_file': {source_dir / tool_file} does not exist")
-    return Recipe(
+    sources = top.strings("sources")
+    for pattern in sources:
+        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+            raise RecipeError(f"{path}: field 'sources': {pattern!r} must be relative to the "
+                              "source folder, without '..'")
+    recipe = Recipe(
         name=path.stem,
         path=path,
         language=language,
         sdk=sdk,
         sdk_version=sdk_version,
         source_dir=source_dir,
-        sources=top.strings("sources"),
+        sources=sources,
         tool_file=tool_file,
         toolchains=toolchains,
         steps=[build.argv(f"steps[{i}]", step if isinstance(step, list) else [None])
@@ -176,6 +181,8 @@ def load_recipe(path: Path) -> Recipe:
         dependencies={"method": deps.choice("method", DEPENDENCY_METHODS),
                       "target": deps.text("target"), "lock": deps.text("lock")},
     )
+    recipe.source_files()  # every sources glob must match now, not halfway through a build
+    return recipe
 
 
 def load_recipes(folder: Path, names: list[str] | None = None) -> list[Recipe]:
@@ -193,4 +200,4 @@ def load_recipes(folder: Path, names: list[str] | None = None) -> list[Recipe]:
     if unknown:
         raise RecipeError(f"no recipe named {', '.join(unknown)} in {folder}; "
                           f"known: {', '.join(available)}")
-    return [load_recipe(available[n]) for n in (names or list(available))]
+    return [load_recipe(available[n]) for n in dict.fromkeys(names or available)]

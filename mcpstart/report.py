@@ -44,11 +44,11 @@ ROWS: list[tuple[str, str, Callable]] = [
     ("idle RSS (MiB)", "memory.idle_rss_bytes", _mib),
     ("idle PSS (MiB)", "memory.idle_pss_bytes", _mib),
     ("idle USS (MiB)", "memory.idle_uss_bytes", _mib),
-    ("peak RSS, 5 MiB call (MiB)", "memory.peak_rss_bytes_payload", _mib),
+    ("peak RSS, {payload} call (MiB)", "memory.peak_rss_bytes_payload", _mib),
     ("peak method", "memory.peak_method", str),
     ("processes in tree", "memory.processes", len),
-    ("5 MiB call round trip (ms)", "payload.round_trip_ms", _ms),
-    ("result verified (5 MiB, Unicode)", "payload", lambda p: f"{_yes(p['verified'])}, "
+    ("{payload} call round trip (ms)", "payload.round_trip_ms", _ms),
+    ("result verified ({payload}, Unicode)", "payload", lambda p: f"{_yes(p['verified'])}, "
                                                             f"{_yes(p['unicode_verified'])}"),
     ("artifact (MiB)", "footprint.artifact_bytes", _mib),
     ("dev tree (MiB)", "footprint.dev_tree_bytes", _mib),
@@ -63,6 +63,21 @@ ROWS: list[tuple[str, str, Callable]] = [
 ]
 
 
+def _cell(server: ServerResult, path: str, render: Callable) -> str:
+    """One rendered value; "-" when absent, "?" when the file holds something unexpected."""
+    try:
+        value = _get(server, path)
+        return "-" if value is None else render(value)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return "?"
+
+
+def _size(n: int | None) -> str:
+    if not isinstance(n, int):
+        return "payload"
+    return f"{n // MIB} MiB" if n % MIB == 0 else f"{n} B"
+
+
 def table(results: Results, tablefmt: str = "github") -> str:
     """Render ``results`` as one table (tabulate ``tablefmt``): a status row, then one row per
     metric with units in the row name; a missing value is "-". Failed or skipped servers
@@ -70,18 +85,16 @@ def table(results: Results, tablefmt: str = "github") -> str:
     from tabulate import tabulate
 
     servers = results.servers
+    payload = _size(results.settings.get("payload_bytes"))
     body = [["status", *[s.status for s in servers]]]
     for label, path, render in ROWS:
-        cells = []
-        for server in servers:
-            value = _get(server, path)
-            cells.append("-" if value is None else render(value))
-        body.append([label, *cells])
+        body.append([label.format(payload=payload), *[_cell(s, path, render) for s in servers]])
     text = tabulate(body, headers=["metric", *[s.name for s in servers]], tablefmt=tablefmt,
                     disable_numparse=True, colalign=("left", *["right"] * len(servers)))
     env, settings = results.environment, results.settings
     machine = (f"{env.get('cpu_model')}, {env.get('cpu_count')} cores, {env.get('os')} "
-               f"{env.get('kernel')}; {settings.get('runs')} runs + {settings.get('warmup')} "
-               f"warm-up per server; {results.created}")
+               f"{env.get('kernel')}; per server: runs {settings.get('runs')} after "
+               f"{settings.get('warmup')} warm-up; {results.created}")
     notes = [f"- {s.name} {s.status}: {s.reason}" for s in servers if s.reason]
+    notes += [f"- {s.name} warning: {w}" for s in servers for w in s.warnings]
     return "\n\n".join([text, machine, *(["\n".join(notes)] if notes else [])])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -70,11 +69,21 @@ class Results:
         """Rebuild from the JSON form. Raises ResultsError on another schema."""
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ResultsError(f"not an mcpstart results file (schema {SCHEMA!r} expected)")
+        for key, kind in (("created", str), ("environment", dict), ("settings", dict),
+                          ("servers", list)):
+            if not isinstance(data.get(key), kind):
+                raise ResultsError(f"'{key}' must be a {kind.__name__}")
         known = {f.name for f in fields(ServerResult)}
-        servers = [ServerResult(**{k: v for k, v in row.items() if k in known})
-                   for row in data.get("servers", [])]
+        servers = []
+        for index, row in enumerate(data["servers"]):
+            if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+                raise ResultsError(f"servers[{index}] must be a table with a 'name'")
+            servers.append(ServerResult(**{k: v for k, v in row.items() if k in known}))
         top = {f.name for f in fields(cls)} - {"servers"}
-        return cls(**{k: v for k, v in data.items() if k in top}, servers=servers)
+        try:
+            return cls(**{k: v for k, v in data.items() if k in top}, servers=servers)
+        except TypeError as err:
+            raise ResultsError(str(err)) from err
 
     def save(self, path: Path) -> None:
         """Write ``path`` (JSON) and its ``.toml`` sibling, each atomically (temp file, rename)."""
@@ -111,12 +120,11 @@ def _toml_ready(value):
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write a temp file beside ``path`` (created with the umask's mode), then rename it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        tmp.unlink(missing_ok=True)
         raise

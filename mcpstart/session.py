@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from . import interrupts
+
 READ_CHUNK = 1 << 16
 STDERR_TAIL_BYTES = 2000
 SHUTDOWN_GRACE_S = 2.0
@@ -190,6 +192,8 @@ class StdioSession:
         if first_request is not None:
             self._writes.put(_encode(first_request))
             self._next_id = 2
+        if self.command.cwd and not os.path.isdir(self.command.cwd):
+            raise SessionError(f"working directory {self.command.cwd} does not exist")
         env = self.command.environment()
         self.t0_ns = time.perf_counter_ns()
         try:
@@ -375,6 +379,9 @@ class StdioSession:
         return ((at_ns or time.perf_counter_ns()) - self.t0_ns) / 1e6
 
     def _with_stderr(self, cause: str) -> str:
+        if self.traffic.noise_lines:
+            cause += (f"; it wrote {self.traffic.noise_lines} stdout line(s) that are not "
+                      f"JSON-RPC, first: {self.traffic.noise_example!r}")
         tail = self.stderr_tail().strip()
         return f"{cause}; stderr tail: {tail[-500:]!r}" if tail else f"{cause}; stderr was empty"
 
@@ -429,32 +436,34 @@ class StdioSession:
             self._stdin_closed = True
             self._writes.put(None)
 
-    def shutdown(self) -> dict:
-        """End the server as the MCP spec's stdio shutdown says: close stdin, wait; SIGTERM the
-        process group, wait; SIGKILL the group. Then find descendants that left the group
-        (re-parented to mcpstart as subreaper, or seen earlier in the tree), kill and report them.
+    def shutdown(self, grace_s: float = SHUTDOWN_GRACE_S) -> dict:
+        """End the server as the MCP spec's stdio shutdown says: close stdin, wait ``grace_s``;
+        SIGTERM the process group, wait ``grace_s``; SIGKILL the group. Then find descendants
+        that left the group (re-parented to mcpstart as subreaper, or seen earlier in the
+        tree), kill and report them. Exit signals wait until this is done (interrupts.shielded).
 
         Returns:
             ``{"how": "eof" | "sigterm" | "sigkill", "ms": float, "exit_code": int | None,
             "orphans": [{"pid", "cmdline"}]}``: ``how`` is the first step after which no
             process of the group was left; ``ms`` runs from closing stdin to that moment.
         """
-        self._remember_tree()
-        pgid = self._proc.pid  # start_new_session: the leader's pid is the group id
-        start = time.perf_counter_ns()
-        self._close_stdin()
-        how = "eof"
-        if not self._group_gone(pgid, SHUTDOWN_GRACE_S):
-            how = "sigterm"
-            _signal_group(pgid, signal.SIGTERM)
-            if not self._group_gone(pgid, SHUTDOWN_GRACE_S):
-                how = "sigkill"
-                _signal_group(pgid, signal.SIGKILL)
-                self._group_gone(pgid, SHUTDOWN_GRACE_S)
-        elapsed_ms = (time.perf_counter_ns() - start) / 1e6
-        orphans = self._kill_orphans()
-        for reader in self._readers:
-            reader.join(SHUTDOWN_GRACE_S)
+        with interrupts.shielded():
+            self._remember_tree()
+            pgid = self._proc.pid  # start_new_session: the leader's pid is the group id
+            start = time.perf_counter_ns()
+            self._close_stdin()
+            how = "eof"
+            if not self._group_gone(pgid, grace_s):
+                how = "sigterm"
+                _signal_group(pgid, signal.SIGTERM)
+                if not self._group_gone(pgid, grace_s):
+                    how = "sigkill"
+                    _signal_group(pgid, signal.SIGKILL)
+                    self._group_gone(pgid, SHUTDOWN_GRACE_S)
+            elapsed_ms = (time.perf_counter_ns() - start) / 1e6
+            orphans = self._kill_orphans()
+            for reader in self._readers:
+                reader.join(SHUTDOWN_GRACE_S)
         return {"how": how, "ms": elapsed_ms, "exit_code": self._proc.returncode,
                 "orphans": orphans}
 
@@ -508,7 +517,7 @@ def _probe_lsp_framing(command: Command, wait_s: float) -> str | None:
     except FramingError as err:
         return str(err)
     finally:
-        probe.shutdown()
+        probe.shutdown(grace_s=0.1)
     return None
 
 

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from mcpstart.build import build_key, cache_root, ensure_built, toolchain_versions
+from mcpstart.build import KEEP_BUILDS, build_key, cache_root, ensure_built, toolchain_versions
 from mcpstart.recipes import load_recipe
 
 RECIPE = '''
@@ -64,7 +64,13 @@ def test_build_then_cached_then_source_change_rebuilds_only_that_server(tmp_path
     third = [ensure_built(r, cache) for r in (one, two)]
     assert [b.status for b in third] == ["built", "cached"]
     assert third[0].folder != first[0].folder
-    assert not first[0].folder.exists()  # the stale build was removed
+    assert first[0].folder.exists()  # kept: a checkout switching back reuses it
+
+    for n in range(3):  # only the KEEP_BUILDS most recently used builds stay
+        (tmp_path / "servers" / "one" / "server.py").write_text(f"print({n})\n")
+        ensure_built(one, cache)
+    kept = sorted(p.name for p in (cache / "builds").glob("one-*"))
+    assert len(kept) == KEEP_BUILDS and first[0].folder.name not in kept
 
 
 def test_files_not_named_by_the_recipe_do_not_change_the_key(tmp_path):
@@ -75,6 +81,13 @@ def test_files_not_named_by_the_recipe_do_not_change_the_key(tmp_path):
     (tmp_path / "servers" / "one" / "node_modules").mkdir()
     assert build_key(recipe, versions) == before
     assert build_key(recipe, {"python3": "Python 9.9"}) != before
+
+
+def test_corrupt_marker_means_build_again(tmp_path):
+    recipe = make(tmp_path, "one")
+    build = ensure_built(recipe, tmp_path / "c")
+    (build.folder / "mcpstart-build.json").write_text('{"key": "x"')
+    assert ensure_built(recipe, tmp_path / "c").status == "built"
 
 
 def test_rebuild_forces_work(tmp_path):

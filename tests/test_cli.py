@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from mcpstart.cli import main
@@ -121,5 +122,35 @@ def test_skipped_toolchain_and_require_all(tmp_path):
     result = run(tmp_path)
     assert result.exit_code == 0
     row = json.loads((tmp_path / "out.json").read_text())["servers"][0]
-    assert row["status"] == "skipped" and row["reason"] == "skipped: nocc-xyz not found"
+    assert row["status"] == "skipped" and row["reason"] == "nocc-xyz not found"
     assert run(tmp_path, "--require-all").exit_code == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-o", "results.toml"], "its TOML copy is written beside it"),
+    (["-o", "/nonexistent-dir/r.json"], "cannot write into folder '/nonexistent-dir'"),
+    (["--timeout", "nan"], "nan is not a finite number of seconds"),
+    (["--timeout", "inf"], "inf is not a finite number of seconds"),
+    (["--format", "githb"], "'githb' is not one of"),
+])
+def test_bad_options_are_refused_before_any_work(tmp_path, args, message):
+    repo(tmp_path, {"good": []})
+    result = CliRunner().invoke(main, ["measure", "--recipes", str(tmp_path / "build-recipes"),
+                                       "--cache-dir", str(tmp_path / "cache"), *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "cache").exists()
+
+
+def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
+    repo(tmp_path, {"good": ["--banner"]})
+    assert run(tmp_path).exit_code == 0
+    data = json.loads((tmp_path / "out.json").read_text())
+    data["servers"][0]["shutdown"] = {}
+    (tmp_path / "out.json").write_text(json.dumps(data))
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "out.json")])
+    assert report.exit_code == 0
+    shutdown_row = next(l for l in report.output.splitlines() if l.startswith("| shutdown"))
+    assert shutdown_row.rstrip(" |").endswith("?")
+    assert "- good warning: skipped 1 stdout line(s) that are not JSON-RPC" in report.output
+    assert "peak RSS, 100000 B call (MiB)" in report.output

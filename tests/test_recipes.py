@@ -81,10 +81,19 @@ def test_unknown_name_lists_known(tmp_path):
         load_recipes(tmp_path / "build-recipes", ["rust"])
 
 
-def test_sources_glob_that_matches_nothing(tmp_path):
-    recipe = load_recipe(write_repo(tmp_path, GOOD.replace('["*.py"]', '["*.rs"]')))
-    with pytest.raises(RecipeError, match=r"sources: '\*.rs' matches no file"):
-        recipe.source_files()
+@pytest.mark.parametrize("sources, message", [
+    ('["*.rs"]', r"sources: '\*.rs' matches no file"),
+    ('["/etc/hostname"]', r"'/etc/hostname' must be relative"),
+    ('["../x.py"]', r"'../x.py' must be relative"),
+])
+def test_sources_are_checked_when_loading(tmp_path, sources, message):
+    with pytest.raises(RecipeError, match=message):
+        load_recipe(write_repo(tmp_path, GOOD.replace('["*.py"]', sources)))
+
+
+def test_a_name_asked_twice_is_measured_once(tmp_path):
+    write_repo(tmp_path, GOOD)
+    assert len(load_recipes(tmp_path / "build-recipes", ["toy", "toy"])) == 1
 
 
 def test_reference_recipes_are_valid():

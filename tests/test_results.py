@@ -1,4 +1,5 @@
 import json
+import os
 import tomllib
 
 import pytest
@@ -43,3 +44,30 @@ def test_load_rejects_other_files(tmp_path):
         load(other)
     with pytest.raises(ResultsError, match="missing.json"):
         load(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["servers"][0].pop("name"), r"servers\[0\] must be a table with a 'name'"),
+    (lambda d: d.update(servers=None), "'servers' must be a list"),
+    (lambda d: d.update(servers=[1]), r"servers\[0\] must be a table"),
+    (lambda d: d.update(environment=None), "'environment' must be a dict"),
+    (lambda d: d.pop("created"), "'created' must be a str"),
+])
+def test_load_rejects_a_bad_shape_with_the_place(tmp_path, edit, message):
+    path = tmp_path / "out.json"
+    sample_results().save(path)
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultsError, match=message):
+        load(path)
+
+
+def test_files_follow_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        sample_results().save(tmp_path / "out.json")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "out.toml").stat().st_mode & 0o777 == 0o644

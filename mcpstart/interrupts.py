@@ -1,0 +1,44 @@
+"""Exit signals. SIGINT, SIGTERM and SIGHUP end mcpstart in order: they raise SystemExit
+(status 128 + signal number) so every ``finally`` runs and no spawned process is left behind;
+while a ``shielded()`` block reclaims processes, they wait until the block ends."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+EXIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_state = {"depth": 0, "pending": None}
+
+
+def _handler(signum: int, _frame) -> None:
+    if _state["depth"]:
+        _state["pending"] = _state["pending"] or signum
+        return
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def exit_on_signals() -> Iterator[None]:
+    """Within the block, exit signals raise SystemExit(128 + signal); the previous handlers
+    come back afterwards. Main thread only."""
+    previous = {sig: signal.signal(sig, _handler) for sig in EXIT_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """Defer exit signals until the block ends, then exit as the first of them asked."""
+    _state["depth"] += 1
+    try:
+        yield
+    finally:
+        _state["depth"] -= 1
+        if not _state["depth"] and _state["pending"]:
+            signum, _state["pending"] = _state["pending"], None
+            raise SystemExit(128 + signum)

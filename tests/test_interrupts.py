@@ -1,0 +1,92 @@
+"""mcpstart as a real process: exit signals and build steps leave nothing running."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from test_cli import repo
+
+SLEEP = ["python3", "-c", "import time, sys; time.sleep(100)"]
+
+
+def survivors(tmp_path: Path) -> list[str]:
+    """Live processes whose command line mentions the test's folder."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(tmp_path) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(cmdline)
+    return found
+
+
+def start(tmp_path: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpstart.cli", "measure", "--recipes",
+         str(tmp_path / "build-recipes"), "--cache-dir", str(tmp_path / "cache"), "--runs", "1",
+         "--warmup", "0", "-o", str(tmp_path / "out.json"), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_exit_signal_during_measurement_reclaims_the_server(tmp_path, sig):
+    repo(tmp_path, {"hangs": ["--slow-start", "100", "--trap-term"]})
+    proc = start(tmp_path, "--timeout", "60")
+    wait_for(lambda: any("fake_server.py" in c for c in survivors(tmp_path)))
+    proc.send_signal(sig)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 128 + sig
+    assert survivors(tmp_path) == []
+
+
+def test_second_signal_during_shutdown_still_reclaims(tmp_path):
+    repo(tmp_path, {"hangs": ["--slow-start", "100", "--trap-term"]})
+    proc = start(tmp_path, "--timeout", "60")
+    wait_for(lambda: any("fake_server.py" in c for c in survivors(tmp_path)))
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)  # the server ignores EOF and SIGTERM: shutdown takes ~4 s
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert survivors(tmp_path) == []
+
+
+def test_signal_during_a_build_step_kills_the_step(tmp_path):
+    repo(tmp_path, {"good": []})
+    recipe = tmp_path / "build-recipes" / "good.toml"
+    recipe.write_text(recipe.read_text().replace(
+        'steps = [["python3", "-m", "py_compile", "fake_server.py"]]',
+        f"steps = [{json.dumps([*SLEEP, '{build}'])}]"))
+    proc = start(tmp_path)
+    wait_for(lambda: any("time.sleep(100)" in c for c in survivors(tmp_path)))
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 143
+    assert survivors(tmp_path) == []
+
+
+def test_background_process_left_by_a_build_step_is_killed(tmp_path):
+    repo(tmp_path, {"good": []})
+    spawner = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
+               "'import time; time.sleep(100)', sys.argv[1]])")
+    recipe = tmp_path / "build-recipes" / "good.toml"
+    recipe.write_text(recipe.read_text().replace(
+        'steps = [["python3", "-m", "py_compile", "fake_server.py"]]',
+        f"steps = [{json.dumps(['python3', '-c', spawner, '{build}'])}]"))
+    proc = start(tmp_path, "--payload-bytes", "1000")
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert survivors(tmp_path) == []
+
