@@ -3,45 +3,18 @@ from pathlib import Path
 from mcpstart.build import KEEP_BUILDS, build_key, cache_root, ensure_built, toolchain_versions
 from mcpstart.recipes import load_recipe
 
-RECIPE = '''
-language = "python"
-sdk = "toy"
-sdk_version = "1"
-source = "servers/{name}"
-sources = ["server.py"]
-tool_file = "server.py"
+from conftest import toy_recipe, write_recipe
 
-[[toolchains]]
-name = "{tool}"
-version = ["{tool}", "--version"]
-
-[build]
-env = {{ TOY_OUT = "{{build}}/out.txt" }}
-steps = [["python3", "-c", "{step}"]]
-
-[run]
-argv = ["python3", "{{src}}/server.py"]
-
-[artifact]
-include = ["{{build}}/out.txt"]
-
-[dependencies]
-method = "python-venv"
-target = "{{build}}/venv"
-lock = "{{src}}/server.py"
-'''
 WRITE_OUT = "import os; open(os.environ['TOY_OUT'], 'w').write('built'); print('compiled ok')"
 
 
 def make(tmp_path: Path, name: str, tool: str = "python3", step: str = WRITE_OUT):
-    src = tmp_path / "servers" / name
-    src.mkdir(parents=True, exist_ok=True)
-    (src / "server.py").write_text("print('hello')\n")
-    recipes = tmp_path / "build-recipes"
-    recipes.mkdir(exist_ok=True)
-    path = recipes / f"{name}.toml"
-    path.write_text(RECIPE.format(name=name, tool=tool, step=step))
-    return load_recipe(path)
+    recipe = toy_recipe()
+    recipe["source"] = f"servers/{name}"
+    recipe["toolchains"] = [{"name": tool, "version": [tool, "--version"]}]
+    recipe["build"] = {"env": {"TOY_OUT": "{build}/out.txt"}, "steps": [["python3", "-c", step]]}
+    recipe["artifact"] = {"include": ["{build}/out.txt"]}
+    return load_recipe(write_recipe(tmp_path, name, recipe, {"server.py": "print('hello')\n"}))
 
 
 def test_build_then_cached_then_source_change_rebuilds_only_that_server(tmp_path):

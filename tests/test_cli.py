@@ -1,52 +1,28 @@
 """The CLI end to end against fake servers described by recipes: fast, no toolchain but Python."""
 
 import json
-import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
+import tomli_w
 from click.testing import CliRunner
 
 from mcpstart.cli import main
 
-from conftest import FAKE
+from conftest import FAKE, toy_recipe, write_recipe
 
-RECIPE = '''
-language = "python"
-sdk = "fake"
-sdk_version = "0"
-source = "servers/fake"
-sources = ["fake_server.py", "requirements.txt"]
-tool_file = "fake_server.py"
-
-[[toolchains]]
-name = "python3"
-version = ["python3", "--version"]
-
-[build]
-steps = [["python3", "-m", "py_compile", "fake_server.py"]]
-
-[run]
-argv = {argv}
-
-[artifact]
-include = ["{{src}}/fake_server.py"]
-
-[dependencies]
-method = "python-venv"
-target = "{{build}}/venv"
-lock = "{{src}}/requirements.txt"
-'''
-
-
-def repo(tmp_path: Path, servers: dict[str, list[str]]) -> Path:
-    (tmp_path / "servers" / "fake").mkdir(parents=True)
-    shutil.copy(FAKE, tmp_path / "servers" / "fake" / "fake_server.py")
-    (tmp_path / "servers" / "fake" / "requirements.txt").write_text("fake==0\n")
-    (tmp_path / "build-recipes").mkdir()
+def repo(tmp_path: Path, servers: dict[str, list[str]], steps: list | None = None) -> Path:
+    """Recipes named after ``servers``' keys, each running the fake server with the switches."""
     for name, switches in servers.items():
-        argv = json.dumps(["python3", "{src}/fake_server.py", *switches])
-        (tmp_path / "build-recipes" / f"{name}.toml").write_text(RECIPE.format(argv=argv))
+        recipe = toy_recipe()
+        recipe.update(source="servers/fake", sources=["fake_server.py", "requirements.txt"],
+                      tool_file="fake_server.py")
+        recipe["build"]["steps"] = steps or [["python3", "-m", "py_compile", "fake_server.py"]]
+        recipe["run"]["argv"] = ["python3", "{src}/fake_server.py", *switches]
+        recipe["dependencies"]["lock"] = "{src}/requirements.txt"
+        write_recipe(tmp_path, name, recipe, {"fake_server.py": FAKE.read_text(),
+                                              "requirements.txt": "fake==0\n"})
     return tmp_path
 
 
@@ -118,7 +94,9 @@ def test_bad_input_exits_2(tmp_path):
 def test_skipped_toolchain_and_require_all(tmp_path):
     repo(tmp_path, {"good": []})
     recipe = tmp_path / "build-recipes" / "good.toml"
-    recipe.write_text(recipe.read_text().replace('version = ["python3"', 'version = ["nocc-xyz"'))
+    data = tomllib.loads(recipe.read_text())
+    data["toolchains"][0]["version"][0] = "nocc-xyz"
+    recipe.write_text(tomli_w.dumps(data))
     result = run(tmp_path)
     assert result.exit_code == 0
     row = json.loads((tmp_path / "out.json").read_text())["servers"][0]

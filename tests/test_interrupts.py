@@ -1,6 +1,5 @@
 """mcpstart as a real process: exit signals and build steps leave nothing running."""
 
-import json
 import signal
 import subprocess
 import sys
@@ -64,11 +63,7 @@ def test_second_signal_during_shutdown_still_reclaims(tmp_path):
 
 
 def test_signal_during_a_build_step_kills_the_step(tmp_path):
-    repo(tmp_path, {"good": []})
-    recipe = tmp_path / "build-recipes" / "good.toml"
-    recipe.write_text(recipe.read_text().replace(
-        'steps = [["python3", "-m", "py_compile", "fake_server.py"]]',
-        f"steps = [{json.dumps([*SLEEP, '{build}'])}]"))
+    repo(tmp_path, {"good": []}, steps=[[*SLEEP, "{build}"]])
     proc = start(tmp_path)
     wait_for(lambda: any("time.sleep(100)" in c for c in survivors(tmp_path)))
     proc.send_signal(signal.SIGTERM)
@@ -78,13 +73,9 @@ def test_signal_during_a_build_step_kills_the_step(tmp_path):
 
 
 def test_background_process_left_by_a_build_step_is_killed(tmp_path):
-    repo(tmp_path, {"good": []})
     spawner = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
                "'import time; time.sleep(100)', sys.argv[1]])")
-    recipe = tmp_path / "build-recipes" / "good.toml"
-    recipe.write_text(recipe.read_text().replace(
-        'steps = [["python3", "-m", "py_compile", "fake_server.py"]]',
-        f"steps = [{json.dumps(['python3', '-c', spawner, '{build}'])}]"))
+    repo(tmp_path, {"good": []}, steps=[["python3", "-c", spawner, "{build}"]])
     proc = start(tmp_path, "--payload-bytes", "1000")
     proc.communicate(timeout=60)
     assert proc.returncode == 0
