@@ -14,12 +14,11 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import interrupts
+from . import Progress, interrupts
 from .recipes import Recipe
 from .session import Command
 
@@ -29,7 +28,6 @@ BUILD_TIMEOUT_S = 1800
 LOG_TAIL_LINES = 25
 KEEP_BUILDS = 3
 
-Progress = Callable[[str], None]
 
 
 def cache_root(option: str | os.PathLike | None = None) -> Path:

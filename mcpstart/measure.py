@@ -3,12 +3,11 @@ rewrite the results file after every server."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, defaults, machine
+from . import Progress, __version__, defaults, machine
 from .build import Build, ensure_built
 from .footprint import measure_footprint
 from .probes import handshake_series, tool_session
@@ -16,7 +15,6 @@ from .recipes import Recipe
 from .results import Results, ServerResult
 from .session import Command, SessionError
 
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)

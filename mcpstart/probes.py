@@ -4,9 +4,8 @@ reads idle memory and calls ``reverse_text`` with a large payload."""
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
 
-from . import __version__, defaults, memory
+from . import Progress, __version__, memory
 from .session import Command, SessionError, StdioSession
 from .stats import summarize
 
@@ -15,7 +14,6 @@ UNICODE_CHECK = "mcp e\u0301t\u00e9 \U0001F600 \u6f22\u5b57!"
 """A short input with a combining mark (e + U+0301), a non-BMP emoji and CJK; its expected
 reversal is by code points: Python's ``s[::-1]``."""
 
-Progress = Callable[[str], None]
 
 
 class ProbeError(SessionError):

@@ -12,7 +12,7 @@ import pytest
 from mcpstart.probes import handshake, initialize_request, tool_session
 from mcpstart.session import Command, FramingError, SessionError, StdioSession
 
-from conftest import FAKE, fake_command
+from conftest import FAKE
 
 REV = "2025-11-25"
 
