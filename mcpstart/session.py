@@ -25,6 +25,8 @@ import psutil
 from . import interrupts
 
 READ_CHUNK = 1 << 16
+MAX_LINE_BYTES = 512 << 20
+"""Longest stdout line mcpstart buffers; a server that writes more without a newline fails."""
 STDERR_TAIL_BYTES = 2000
 SHUTDOWN_GRACE_S = 2.0
 """How long each shutdown step (stdin EOF, then SIGTERM) may take before the next one."""
@@ -158,7 +160,7 @@ class StdioSession:
         self.traffic = Traffic()
         self.first_byte_ns: int | None = None
         self.stdout_bytes = 0
-        self._lines: queue.Queue[Line | None] = queue.Queue()
+        self._lines: queue.Queue[Line | SessionError | None] = queue.Queue()
         self._writes: queue.Queue[bytes | None] = queue.Queue()
         self._stderr_tail: deque[bytes] = deque()
         self._stdout_eof_ns: int | None = None
@@ -247,6 +249,14 @@ class StdioSession:
                 crlf = raw.endswith(b"\r")
                 self._lines.put(Line(raw[:-1] if crlf else raw, now, crlf))
                 newline = pending.find(b"\n")
+            if len(pending) > MAX_LINE_BYTES:
+                self._lines.put(SessionError(
+                    f"the server wrote more than {MAX_LINE_BYTES >> 20} MiB on stdout without a "
+                    "newline; the stdio transport frames each message as one line"))
+                pending.clear()
+                while os.read(fd, READ_CHUNK):  # drain, so the server never blocks on stdout
+                    pass
+                break
         if pending:  # an unterminated last line still tells what the server wrote
             self._lines.put(Line(bytes(pending), time.perf_counter_ns(), False))
         self._stdout_eof_ns = time.perf_counter_ns()
@@ -325,6 +335,8 @@ class StdioSession:
             if line is None:
                 self._lines.put(None)  # keep EOF visible to later waits
                 return "eof"
+            if isinstance(line, SessionError):
+                raise line
             response = self._handle(line, request_id)
             if response is not None:
                 return response

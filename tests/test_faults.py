@@ -225,3 +225,12 @@ def test_server_requests_are_answered(fake):
 def test_cannot_start_missing_program():
     with pytest.raises(SessionError, match="cannot start '/nonexistent/server'"):
         StdioSession.spawn(Command(["/nonexistent/server"]))
+
+
+def test_endless_line_fails_without_buffering_it_all(monkeypatch):
+    monkeypatch.setattr("mcpstart.session.MAX_LINE_BYTES", 1 << 20)
+    writer = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
+    start = time.monotonic()
+    with pytest.raises(SessionError, match="more than 1 MiB on stdout without a newline"):
+        handshake(Command([sys.executable, "-c", writer]), REV, timeout_s=30)
+    assert time.monotonic() - start < 10
