@@ -6,8 +6,10 @@ versions of its toolchains, so an unchanged server is never rebuilt and a change
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -49,7 +51,8 @@ class Build:
     Attributes:
         status: "built" (just now), "cached" (up to date, no work done), "skipped" (a
             toolchain is missing) or "failed".
-        reason: why skipped or failed (with the log's tail), else None.
+        reason: why skipped or failed (one line), else None.
+        log_tail: the last lines of the log of a failed build.
         folder: the build folder (``{build}``); its ``src`` subfolder is ``{src}``.
         build_s: wall time of the build that produced ``folder``, in seconds.
         log: the build log.
@@ -59,6 +62,7 @@ class Build:
     recipe: Recipe
     status: str
     reason: str | None = None
+    log_tail: str = ""
     folder: Path | None = None
     build_s: float | None = None
     log: Path | None = None
@@ -85,19 +89,23 @@ class Build:
 
 
 def toolchain_versions(recipe: Recipe) -> tuple[dict[str, str], str | None]:
-    """Ask each toolchain its version. Returns ``(versions, missing)`` where ``missing`` is
-    the first program not found on PATH (or that cannot report a version), else None."""
+    """Ask each toolchain its version. Returns ``(versions, missing)``: ``missing`` says why
+    a toolchain is unusable ("<program> not found", or its version command failed), else None."""
     versions = {}
     for tool in recipe.toolchains:
         program = tool.version_argv[0]
         if shutil.which(program) is None:
-            return versions, program
+            return versions, f"{program} not found"
+        argv = " ".join(tool.version_argv)
         try:
             done = subprocess.run(tool.version_argv, capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return versions, program
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return versions, f"{program} found, but `{argv}` failed: {err}"
         lines = (done.stdout or done.stderr).strip().splitlines()
+        if done.returncode:
+            return versions, (f"{program} found, but `{argv}` exited with code "
+                              f"{done.returncode}: {lines[-1] if lines else ''}")
         versions[tool.name] = lines[0] if lines else ""
     return versions, None
 
@@ -123,9 +131,17 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     """
     versions, missing = toolchain_versions(recipe)
     if missing:
-        return Build(recipe, "skipped", f"{missing} not found", toolchains=versions)
+        return Build(recipe, "skipped", missing, toolchains=versions)
     key = build_key(recipe, versions)
     folder = root / "builds" / f"{recipe.name}-{key[:16]}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another mcpstart building the same: wait, then reuse
+        return _ensure_built(recipe, folder, key, versions, rebuild, progress)
+
+
+def _ensure_built(recipe: Recipe, folder: Path, key: str, versions: dict[str, str],
+                  rebuild: bool, progress: Progress) -> Build:
     marker = folder / MARKER
     done = _read_marker(marker) if not rebuild else None
     if done:
@@ -138,8 +154,8 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     progress(f"{recipe.name}: building (log: {build.log})")
     failure = _run_build(build)
     if failure:
-        build.status, build.reason = "failed", failure
-        progress(f"{recipe.name}: build failed: {failure.splitlines()[0]} (log: {build.log})")
+        build.status, build.reason, build.log_tail = "failed", failure, _tail(build.log)
+        progress(f"{recipe.name}: build failed: {failure} (log: {build.log})")
         return build
     tmp = marker.with_suffix(".tmp")
     tmp.write_text(json.dumps({"key": key, "build_s": build.build_s, "toolchains": versions,
@@ -154,7 +170,9 @@ def _read_marker(marker: Path) -> dict | None:
     """The finished build's record, or None when absent or unreadable (then: build again)."""
     try:
         done = json.loads(marker.read_text())
-        return done if isinstance(done.get("build_s"), (int, float)) and done.get("finished") else None
+        build_s = done.get("build_s")
+        ok = isinstance(build_s, (int, float)) and math.isfinite(build_s) and done.get("finished")
+        return done if ok else None
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -168,6 +186,7 @@ def _prune(current: Path) -> None:
     for old in builds[KEEP_BUILDS:]:
         if old != current:
             shutil.rmtree(old, ignore_errors=True)
+            old.with_suffix(".lock").unlink(missing_ok=True)
 
 
 def _run_build(build: Build) -> str | None:
@@ -190,7 +209,7 @@ def _run_build(build: Build) -> str | None:
             if cause:
                 log.write(f"mcpstart: {cause}\n")
                 log.close()
-                return f"step {number} ({' '.join(argv)}) {cause}; log tail:\n{_tail(build.log)}"
+                return f"step {number} ({' '.join(argv)}) {cause}"
     build.build_s = time.perf_counter() - start
     return None
 

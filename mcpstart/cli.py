@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -43,9 +44,18 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context):
         from .interrupts import exit_on_signals
+        from .session import shutdown_all
 
         with exit_on_signals():
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except SystemExit as stop:
+                if isinstance(stop.code, int) and stop.code > 128:
+                    _progress(f"stopped by {signal.Signals(stop.code - 128).name}; servers "
+                              "finished before it are in the results file")
+                raise
+            finally:
+                shutdown_all()  # sessions an error or signal cut short
 
 
 def _redacted_argv() -> list[str]:
@@ -78,6 +88,10 @@ def _table_format(ctx, param, value: str) -> str:
 
 
 def _writable_output(ctx, param, value: str) -> Path:
+    from .results import is_results_file
+
+    if not value.strip():
+        raise click.BadParameter("is empty", ctx, param)
     path = Path(value)
     if path.with_suffix(".toml") == path:
         raise click.BadParameter("names the JSON results file; its TOML copy is written "
@@ -85,7 +99,17 @@ def _writable_output(ctx, param, value: str) -> Path:
     folder = path.parent
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         raise click.BadParameter(f"cannot write into folder {str(folder)!r}", ctx, param)
+    for target in (path, path.with_suffix(".toml")):
+        if target.is_dir() or (target.exists() and not is_results_file(target)):
+            raise click.BadParameter(f"{str(target)!r} exists and is not an mcpstart results "
+                                     "file; not overwriting it", ctx, param)
     return path
+
+
+def _revision(ctx, param, value: str) -> str:
+    if not value.strip():
+        raise click.BadParameter("is empty", ctx, param)
+    return value
 
 
 def _cache(option: str | None) -> Path:
@@ -191,6 +215,7 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
               type=click.FloatRange(min=0, min_open=True),
               help="Seconds each wait for a server may take.")
 @click.option("--protocol-version", default=defaults.REVISION, show_default=True,
+              callback=_revision,
               help="Protocol revision requested in initialize; a server may answer with "
                    "another it supports (the table shows what was negotiated).")
 @click.option("--payload-bytes", default=defaults.PAYLOAD_BYTES, show_default=True,
@@ -212,8 +237,12 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     check) and shuts down as the spec says (stdin EOF, SIGTERM, SIGKILL).
 
     The table goes to stdout, progress to stderr. Every raw sample and the machine's
-    metadata go to the results file, rewritten after each server. Exit status: 0 all
-    measured or skipped, 1 a server failed (the table says why), 2 bad input.
+    metadata go to the results file, rewritten after each server.
+
+    \b
+    Exit status: 0 all measured or skipped; 1 a server failed (the table says why);
+    2 bad input; 128+N stopped by signal N (the server being measured is shut down
+    first; rows already measured stay in the results file).
     """
     from .measure import Settings, build_all, measure_builds
     from .report import table
@@ -237,6 +266,9 @@ def report(results_file, tablefmt) -> None:
     from .report import table
     from .results import ResultsError, load
 
+    if Path(results_file).suffix == ".toml":
+        raise InputError(f"{results_file} is the TOML copy; report reads the JSON results file "
+                         f"({Path(results_file).with_suffix('.json')})")
     try:
         results = load(Path(results_file))
     except ResultsError as err:

@@ -58,6 +58,7 @@ def measure_server(row: ServerResult, command: Command, settings: Settings,
                                 f"server negotiated {series['negotiated_revision']!r}")
         row.orphans += series["orphans"]
         row.warnings += series["warnings"]
+        traffic = series["traffic"]
         session = tool_session(command, settings.requested_revision, settings.timeout_s,
                                settings.payload_bytes, progress)
     except SessionError as err:
@@ -66,7 +67,8 @@ def measure_server(row: ServerResult, command: Command, settings: Settings,
     row.tools, row.memory, row.payload = session["tools"], session["memory"], session["payload"]
     row.shutdown = session["shutdown"]
     row.orphans += session["orphans"]
-    row.warnings += [w for w in session["warnings"] if w not in row.warnings]
+    traffic.merge(session["traffic"])
+    row.warnings += session["warnings"] + traffic.warnings()
     if row.orphans:
         row.warnings.append(f"{len(row.orphans)} process(es) left the process group and were killed")
     payload = row.payload or {}
@@ -108,18 +110,24 @@ def measure_builds(builds: list[Build], settings: Settings, output: Path, argv: 
             if require_all:
                 row.fail(f"{build.reason} (--require-all)")
         elif not build.ok:
-            row.fail(f"build failed: {build.reason}")
+            row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
         else:
             step("footprint")
             try:
                 row.footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
                 row.sdk_version = resolved or recipe.sdk_version
                 row.warnings += warnings
-            except (OSError, ValueError) as err:
-                row.warnings.append(f"footprint not measured: {err}")
-            measure_server(row, build.command(settings.env), settings, step)
+            except Exception as err:  # a footprint is a side figure: never lose the row for it
+                row.warnings.append(f"footprint not measured: {type(err).__name__}: {err}")
+            try:
+                measure_server(row, build.command(settings.env), settings, step)
+            except Exception as err:  # unexpected data from one server must not end the run
+                row.fail(f"mcpstart could not measure this server: {type(err).__name__}: {err}")
         outcome = row.status if row.status == "ok" else f"{row.status}: {row.reason.splitlines()[0]}"
         step(outcome + "".join(f"\n  warning: {w}" for w in row.warnings))
         results.servers.append(row)
-        results.save(output)
+        try:
+            results.save(output)
+        except OSError as err:
+            progress(f"cannot write {output}: {err.strerror or err} (measuring goes on)")
     return results

@@ -6,7 +6,7 @@ from __future__ import annotations
 import string
 
 from . import Progress, __version__, memory
-from .session import Command, SessionError, StdioSession
+from .session import Command, SessionError, StdioSession, Traffic
 from .stats import summarize
 
 TOOL_NAME = "reverse_text"
@@ -29,9 +29,11 @@ def initialize_request(revision: str) -> dict:
 
 def _result(response, what: str) -> dict:
     error = response.message.get("error")
-    if error is not None:
+    if isinstance(error, dict):
         raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
                          f"{error.get('message')}")
+    if error is not None:
+        raise ProbeError(f"{what} returned a malformed JSON-RPC error: {str(error)[:200]!r}")
     result = response.message.get("result")
     if not isinstance(result, dict):
         raise ProbeError(f"{what} returned a result that is not an object")
@@ -41,8 +43,9 @@ def _result(response, what: str) -> dict:
 def _initialize(session: StdioSession, timeout_s: float) -> tuple[dict, object]:
     response = session.wait_response(1, timeout_s)
     result = _result(response, "initialize")
-    if "protocolVersion" not in result:
-        raise ProbeError("initialize result has no protocolVersion")
+    if not isinstance(result.get("protocolVersion"), str):
+        raise ProbeError("initialize result has no protocolVersion string: "
+                         f"{str(result.get('protocolVersion'))[:100]!r}")
     return result, response
 
 
@@ -50,7 +53,7 @@ def handshake(command: Command, revision: str, timeout_s: float) -> dict:
     """Time one cold start: spawn, write ``initialize``, read its response, shut down.
 
     Returns:
-        ``{handshake_ms, first_byte_ms, negotiated_revision, server_info, shutdown, warnings}``;
+        ``{handshake_ms, first_byte_ms, negotiated_revision, server_info, shutdown, traffic}``;
         ``handshake_ms`` runs from just before the spawn to the complete response line with
         id 1, ``first_byte_ms`` to the first stdout byte (both wall-clock milliseconds).
 
@@ -68,7 +71,7 @@ def handshake(command: Command, revision: str, timeout_s: float) -> dict:
         "negotiated_revision": result["protocolVersion"],
         "server_info": result.get("serverInfo"),
         "shutdown": shutdown,
-        "warnings": session.traffic.warnings(),
+        "traffic": session.traffic,
     }
 
 
@@ -78,12 +81,13 @@ def handshake_series(command: Command, runs: int, warmup: int, revision: str,
 
     Returns:
         ``{handshake_ms: <stats>, first_byte_ms: <stats>, negotiated_revision, server_info,
-        orphans, warnings}``; warm-up runs appear only in the stats' ``warmup_samples``.
+        orphans, traffic, warnings}``: ``traffic`` summed over the runs; warm-up runs appear
+        only in the stats' ``warmup_samples``.
 
     Raises:
         SessionError: a run failed; the message names the run and the cause.
     """
-    done, orphans, warnings = [], [], []
+    done, orphans, warnings, traffic = [], [], [], Traffic()
     for index in range(warmup + runs):
         label = f"warm-up {index + 1}/{warmup}" if index < warmup else f"run {index - warmup + 1}/{runs}"
         progress(f"handshake {label}")
@@ -93,7 +97,7 @@ def handshake_series(command: Command, runs: int, warmup: int, revision: str,
             raise type(err)(f"handshake {label}: {err}") from err
         done.append(sample)
         orphans += sample["shutdown"]["orphans"]
-        warnings += [w for w in sample["warnings"] if w not in warnings]
+        traffic.merge(sample["traffic"])
     revisions = {s["negotiated_revision"] for s in done}
     if len(revisions) > 1:
         warnings.append(f"negotiated revision varied between runs: {sorted(revisions)}")
@@ -105,6 +109,7 @@ def handshake_series(command: Command, runs: int, warmup: int, revision: str,
         "negotiated_revision": done[-1]["negotiated_revision"],
         "server_info": done[-1]["server_info"],
         "orphans": orphans,
+        "traffic": traffic,
         "warnings": warnings,
     }
 
@@ -122,7 +127,10 @@ def _call_text(session: StdioSession, text: str, timeout_s: float):
     result = _result(response, "tools/call reverse_text")
     if result.get("isError"):
         raise ProbeError(f"tools/call reverse_text reported isError: {str(result)[:300]}")
-    answer = "".join(item.get("text", "") for item in result.get("content", [])
+    content = result.get("content")
+    if not isinstance(content, list):
+        raise ProbeError(f"tools/call result has no content list: {str(result)[:200]!r}")
+    answer = "".join(str(item.get("text", "")) for item in content
                      if isinstance(item, dict) and item.get("type") == "text")
     return answer, result, response, sent_ns
 
@@ -134,8 +142,8 @@ def tool_session(command: Command, revision: str, timeout_s: float, payload_byte
     tree memory, round trip, exact check) and on UNICODE_CHECK, then the spec's shutdown.
 
     Returns:
-        ``{tools, memory, payload, shutdown, orphans, warnings}`` shaped as design.md's results
-        file; ``payload`` is None when the server has no ``reverse_text`` tool.
+        ``{tools, memory, payload, shutdown, orphans, traffic, warnings}``, the blocks shaped
+        as design.md's results file; ``payload`` is None when the server has no ``reverse_text`` tool.
 
     Raises:
         SessionError: a request got no valid answer (ProbeError: a wrong one).
@@ -147,7 +155,9 @@ def tool_session(command: Command, revision: str, timeout_s: float, payload_byte
         session.notify("notifications/initialized")
         progress("tools/list")
         listing = session.request("tools/list", {}, timeout_s)
-        tools = _result(listing, "tools/list").get("tools", [])
+        tools = _result(listing, "tools/list").get("tools")
+        if not isinstance(tools, list):
+            raise ProbeError(f"tools/list result has no tools list: {str(tools)[:200]!r}")
         tool = next((t for t in tools if isinstance(t, dict) and t.get("name") == TOOL_NAME), None)
         progress("idle memory")
         settled, waited = memory.settle(session.tree)
@@ -162,7 +172,6 @@ def tool_session(command: Command, revision: str, timeout_s: float, payload_byte
             payload, peaks, structured = _payload_call(session, payload_bytes, timeout_s)
     finally:
         shutdown = session.shutdown()
-    warnings += session.traffic.warnings()
     return {
         "tools": {"count": len(tools), "list_bytes": listing.size_bytes,
                   "output_schema": bool(tool and tool.get("outputSchema")),
@@ -171,6 +180,7 @@ def tool_session(command: Command, revision: str, timeout_s: float, payload_byte
         "payload": payload,
         "shutdown": {"how": shutdown["how"], "ms": shutdown["ms"]},
         "orphans": shutdown["orphans"],
+        "traffic": session.traffic,
         "warnings": warnings,
     }
 

@@ -97,4 +97,8 @@ def table(results: Results, tablefmt: str = "github") -> str:
                f"{settings.get('warmup')} warm-up; {results.created}")
     notes = [f"- {s.name} {s.status}: {s.reason}" for s in servers if s.reason]
     notes += [f"- {s.name} warning: {w}" for s in servers for w in s.warnings]
-    return "\n\n".join([text, machine, *(["\n".join(notes)] if notes else [])])
+    if not servers:
+        notes.append("- this results file holds no servers")
+    notes = [note.replace("\n", "\n  ") for note in notes]  # Markdown list continuation
+    text = "\n\n".join([text, machine, *(["\n".join(notes)] if notes else [])])
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates

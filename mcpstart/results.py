@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -78,7 +79,10 @@ class Results:
         for index, row in enumerate(data["servers"]):
             if not isinstance(row, dict) or not isinstance(row.get("name"), str):
                 raise ResultsError(f"servers[{index}] must be a table with a 'name'")
-            servers.append(ServerResult(**{k: v for k, v in row.items() if k in known}))
+            fields_ = {k: v for k, v in row.items() if k in known}
+            fields_["orphans"], fields_["warnings"] = (list(row.get("orphans") or []),
+                                                       list(row.get("warnings") or []))
+            servers.append(ServerResult(**fields_))
         top = {f.name for f in fields(cls)} - {"servers"}
         try:
             return cls(**{k: v for k, v in data.items() if k in top}, servers=servers)
@@ -92,6 +96,18 @@ class Results:
         import tomli_w
 
         _write_atomic(Path(path).with_suffix(".toml"), tomli_w.dumps(_toml_ready(data)))
+
+
+def is_results_file(path: Path) -> bool:
+    """True when ``path`` is an mcpstart results file (JSON or its TOML copy) of this schema."""
+    import tomllib
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        data = tomllib.loads(text) if Path(path).suffix == ".toml" else json.loads(text)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == SCHEMA
 
 
 def load(path: Path) -> Results:
@@ -120,10 +136,14 @@ def _toml_ready(value):
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write a temp file beside ``path`` (created with the umask's mode), then rename it."""
+    """Write a temp file beside ``path`` (the target of a symlink), then rename it over; the
+    file keeps an existing file's mode, else gets the umask's."""
+    path = path.resolve()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
+        if path.exists():
+            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

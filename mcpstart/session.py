@@ -25,7 +25,7 @@ import psutil
 from . import interrupts
 
 READ_CHUNK = 1 << 16
-MAX_LINE_BYTES = 512 << 20
+MAX_LINE_BYTES = 256 << 20
 """Longest stdout line mcpstart buffers; a server that writes more without a newline fails."""
 STDERR_TAIL_BYTES = 2000
 SHUTDOWN_GRACE_S = 2.0
@@ -95,6 +95,17 @@ class Traffic:
     notifications: list[str] = field(default_factory=list)
     server_requests: list[str] = field(default_factory=list)
     stray_responses: int = 0
+    stray_example: str | None = None
+
+    def merge(self, other: "Traffic") -> None:
+        """Add ``other``'s counts to these (first examples win)."""
+        self.noise_lines += other.noise_lines
+        self.noise_example = self.noise_example or other.noise_example
+        self.crlf_lines += other.crlf_lines
+        self.notifications += other.notifications
+        self.server_requests += other.server_requests
+        self.stray_responses += other.stray_responses
+        self.stray_example = self.stray_example or other.stray_example
 
     def warnings(self) -> list[str]:
         """Human-readable notes on everything irregular the session saw."""
@@ -109,7 +120,8 @@ class Traffic:
         if self.server_requests:
             notes.append(f"server sent requests: {', '.join(sorted(set(self.server_requests)))}")
         if self.stray_responses:
-            notes.append(f"{self.stray_responses} response(s) with an id mcpstart was not awaiting")
+            notes.append(f"{self.stray_responses} response(s) with an id mcpstart was not "
+                         f"awaiting; first: {self.stray_example!r}")
         return notes
 
 
@@ -197,15 +209,18 @@ class StdioSession:
         if self.command.cwd and not os.path.isdir(self.command.cwd):
             raise SessionError(f"working directory {self.command.cwd} does not exist")
         env = self.command.environment()
-        self.t0_ns = time.perf_counter_ns()
-        try:
-            self._proc = subprocess.Popen(
-                self.command.argv, cwd=self.command.cwd, env=env, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                start_new_session=True,
-            )
-        except OSError as err:
-            raise SessionError(f"cannot start {self.command.argv[0]!r}: {err.strerror or err}") from err
+        with interrupts.shielded():  # an exit signal cannot separate the spawn from _LIVE
+            self.t0_ns = time.perf_counter_ns()
+            try:
+                self._proc = subprocess.Popen(
+                    self.command.argv, cwd=self.command.cwd, env=env, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                    start_new_session=True,
+                )
+            except OSError as err:
+                raise SessionError(
+                    f"cannot start {self.command.argv[0]!r}: {err.strerror or err}") from err
+            _LIVE.add(self)
         threading.Thread(target=self._write_loop, daemon=True).start()
         self._readers = [threading.Thread(target=target, daemon=True)
                          for target in (self._read_stdout, self._read_stderr)]
@@ -369,9 +384,12 @@ class StdioSession:
             else:
                 self.traffic.notifications.append(str(message["method"]))
             return None
-        if message.get("id") == awaited_id:
+        answer_id = message.get("id")
+        if answer_id == awaited_id and type(answer_id) is type(awaited_id):
             return Response(message, line.at_ns, len(line.data))
         self.traffic.stray_responses += 1
+        if self.traffic.stray_example is None:
+            self.traffic.stray_example = text[:200].decode("utf-8", errors="replace")
         return None
 
     def _answer_server_request(self, message: dict) -> None:
@@ -391,6 +409,8 @@ class StdioSession:
         return ((at_ns or time.perf_counter_ns()) - self.t0_ns) / 1e6
 
     def _with_stderr(self, cause: str) -> str:
+        if self.traffic.stray_example:
+            cause += f"; it sent a response mcpstart did not ask for: {self.traffic.stray_example!r}"
         if self.traffic.noise_lines:
             cause += (f"; it wrote {self.traffic.noise_lines} stdout line(s) that are not "
                       f"JSON-RPC, first: {self.traffic.noise_example!r}")
@@ -476,6 +496,7 @@ class StdioSession:
             orphans = self._kill_orphans()
             for reader in self._readers:
                 reader.join(SHUTDOWN_GRACE_S)
+            _LIVE.discard(self)
         return {"how": how, "ms": elapsed_ms, "exit_code": self._proc.returncode,
                 "orphans": orphans}
 
@@ -513,6 +534,15 @@ class StdioSession:
             psutil.wait_procs(list(candidates.values()), timeout=SHUTDOWN_GRACE_S)
             _reap_adopted_zombies(exclude=self._proc.pid)
         return orphans
+
+
+_LIVE: set[StdioSession] = set()
+
+
+def shutdown_all() -> None:
+    """Shut down every session not shut down yet (on the way out after an error or signal)."""
+    for session in list(_LIVE):
+        session.shutdown(grace_s=0.5)
 
 
 def _probe_lsp_framing(command: Command, wait_s: float) -> str | None:

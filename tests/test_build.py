@@ -8,10 +8,11 @@ from conftest import toy_recipe, write_recipe
 WRITE_OUT = "import os; open(os.environ['TOY_OUT'], 'w').write('built'); print('compiled ok')"
 
 
-def make(tmp_path: Path, name: str, tool: str = "python3", step: str = WRITE_OUT):
+def make(tmp_path: Path, name: str, tool: str = "python3", step: str = WRITE_OUT,
+         version: list[str] | None = None):
     recipe = toy_recipe()
     recipe["source"] = f"servers/{name}"
-    recipe["toolchains"] = [{"name": tool, "version": [tool, "--version"]}]
+    recipe["toolchains"] = [{"name": tool, "version": version or [tool, "--version"]}]
     recipe["build"] = {"env": {"TOY_OUT": "{build}/out.txt"}, "steps": [["python3", "-c", step]]}
     recipe["artifact"] = {"include": ["{build}/out.txt"]}
     return load_recipe(write_recipe(tmp_path, name, recipe, {"server.py": "print('hello')\n"}))
@@ -42,8 +43,10 @@ def test_build_then_cached_then_source_change_rebuilds_only_that_server(tmp_path
     for n in range(3):  # only the KEEP_BUILDS most recently used builds stay
         (tmp_path / "servers" / "one" / "server.py").write_text(f"print({n})\n")
         ensure_built(one, cache)
-    kept = sorted(p.name for p in (cache / "builds").glob("one-*"))
+    kept = sorted(p.name for p in (cache / "builds").glob("one-*") if p.is_dir())
     assert len(kept) == KEEP_BUILDS and first[0].folder.name not in kept
+    locks = sorted(p.stem for p in (cache / "builds").glob("one-*.lock"))
+    assert locks == kept  # a pruned build's lock file goes with it
 
 
 def test_files_not_named_by_the_recipe_do_not_change_the_key(tmp_path):
@@ -56,11 +59,21 @@ def test_files_not_named_by_the_recipe_do_not_change_the_key(tmp_path):
     assert build_key(recipe, {"python3": "Python 9.9"}) != before
 
 
+def test_toolchain_whose_version_command_fails_is_skipped(tmp_path):
+    recipe = make(tmp_path, "one", tool="sh",
+                  version=["sh", "-c", "echo no default toolchain >&2; exit 1"])
+    build = ensure_built(recipe, tmp_path / "c")
+    assert build.status == "skipped"
+    assert build.reason == ("sh found, but `sh -c echo no default toolchain >&2; exit 1` "
+                            "exited with code 1: no default toolchain")
+
+
 def test_corrupt_marker_means_build_again(tmp_path):
     recipe = make(tmp_path, "one")
     build = ensure_built(recipe, tmp_path / "c")
-    (build.folder / "mcpstart-build.json").write_text('{"key": "x"')
-    assert ensure_built(recipe, tmp_path / "c").status == "built"
+    for corrupt in ('{"key": "x"', '{}', '{"build_s": NaN, "finished": "x"}'):
+        (build.folder / "mcpstart-build.json").write_text(corrupt)
+        assert ensure_built(recipe, tmp_path / "c").status == "built"
 
 
 def test_rebuild_forces_work(tmp_path):
@@ -79,8 +92,9 @@ def test_failed_step_reports_code_and_log_tail(tmp_path):
     step = "import sys; print('error: type mismatch at line 3'); sys.exit(3)"
     build = ensure_built(make(tmp_path, "one", step=step), tmp_path / "c")
     assert build.status == "failed"
-    assert "exited with code 3" in build.reason
-    assert "error: type mismatch at line 3" in build.reason
+    assert build.reason.startswith("step 1 (python3 -c import sys;")
+    assert build.reason.endswith("exited with code 3")
+    assert "error: type mismatch at line 3" in build.log_tail
     # a failed build is retried next time, not taken as cached
     assert ensure_built(build.recipe, tmp_path / "c").status == "failed"
 

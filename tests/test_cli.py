@@ -89,6 +89,8 @@ def test_bad_input_exits_2(tmp_path):
     assert run(tmp_path, "--only", "nope").exit_code == 2
     assert CliRunner().invoke(main, ["measure", "--runs", "0"]).exit_code == 2
     assert CliRunner().invoke(main, ["report", str(tmp_path / "none.json")]).exit_code == 2
+    toml = CliRunner().invoke(main, ["report", str(tmp_path / "x.toml")])
+    assert toml.exit_code == 2 and "report reads the JSON results file" in toml.output
 
 
 def test_skipped_toolchain_and_require_all(tmp_path):
@@ -110,9 +112,15 @@ def test_skipped_toolchain_and_require_all(tmp_path):
     (["--timeout", "nan"], "nan is not a finite number of seconds"),
     (["--timeout", "inf"], "inf is not a finite number of seconds"),
     (["--format", "githb"], "'githb' is not one of"),
+    (["-o", ""], "is empty"),
+    (["--protocol-version", " "], "is empty"),
+    (["-o", "{tmp}/pyproject.json"], "pyproject.toml' exists and is not an mcpstart results file"),
+    (["-o", "{tmp}/build-recipes/good.json"], "good.toml' exists and is not an mcpstart results"),
 ])
 def test_bad_options_are_refused_before_any_work(tmp_path, args, message):
     repo(tmp_path, {"good": []})
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     result = CliRunner().invoke(main, ["measure", "--recipes", str(tmp_path / "build-recipes"),
                                        "--cache-dir", str(tmp_path / "cache"), *args])
     assert result.exit_code == 2
@@ -130,5 +138,26 @@ def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
     assert report.exit_code == 0
     shutdown_row = next(l for l in report.output.splitlines() if l.startswith("| shutdown"))
     assert shutdown_row.rstrip(" |").endswith("?")
-    assert "- good warning: skipped 1 stdout line(s) that are not JSON-RPC" in report.output
+    # one banner per session: 1 warm-up + 2 runs + the tool session
+    assert "- good warning: skipped 4 stdout line(s) that are not JSON-RPC" in report.output
     assert "peak RSS, 100000 B call (MiB)" in report.output
+
+
+def test_unexpected_error_on_one_server_keeps_the_others(tmp_path, monkeypatch):
+    import mcpstart.measure as measure
+
+    real = measure.measure_server
+
+    def flaky(row, *args, **kwargs):
+        if row.name == "a-bad":
+            raise TypeError("unexpected shape")
+        return real(row, *args, **kwargs)
+
+    monkeypatch.setattr(measure, "measure_server", flaky)
+    repo(tmp_path, {"a-bad": [], "good": []})
+    result = run(tmp_path)
+    assert result.exit_code == 1
+    rows = {s["name"]: s for s in json.loads((tmp_path / "out.json").read_text())["servers"]}
+    assert rows["a-bad"]["reason"] == ("mcpstart could not measure this server: "
+                                       "TypeError: unexpected shape")
+    assert rows["good"]["status"] == "ok"

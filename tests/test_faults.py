@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from mcpstart.probes import handshake, initialize_request, tool_session
-from mcpstart.session import Command, FramingError, SessionError, StdioSession
+from mcpstart.session import Command, FramingError, SessionError, StdioSession, Traffic
 
 from conftest import FAKE
 
@@ -33,7 +33,7 @@ def test_plain_server_handshake_and_eof_shutdown(fake):
     assert 0 < sample["first_byte_ms"] <= sample["handshake_ms"] < 10_000
     assert sample["shutdown"]["how"] == "eof"
     assert sample["shutdown"]["orphans"] == []
-    assert sample["warnings"] == []
+    assert sample["traffic"] == Traffic()
 
 
 # 1. text on stdout that is not JSON-RPC

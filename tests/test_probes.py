@@ -1,4 +1,7 @@
-from mcpstart.probes import UNICODE_CHECK, handshake_series, payload_text, tool_session
+import pytest
+
+from mcpstart.probes import UNICODE_CHECK, ProbeError, handshake_series, payload_text, tool_session
+from mcpstart.session import SessionError
 
 MIB = 1024 * 1024
 REV = "2025-11-25"
@@ -49,3 +52,31 @@ def test_payload_text_has_no_symmetry():
     assert len(text) == 1000 and text.isascii() and text != text[::-1]
     assert UNICODE_CHECK[::-1] != UNICODE_CHECK
     assert "\U0001F600" in UNICODE_CHECK and "e\u0301" in UNICODE_CHECK
+
+
+@pytest.mark.parametrize("reply, cause", [
+    ('initialize={"error": "boom"}', "initialize returned a malformed JSON-RPC error: 'boom'"),
+    ('initialize={"error": {"code": -32602, "message": "bad version"}}',
+     "initialize returned JSON-RPC error -32602: bad version"),
+    ('initialize={"result": {"protocolVersion": ["a"]}}', "no protocolVersion string: \"['a']\""),
+    ('initialize={"result": {"protocolVersion": null}}', "no protocolVersion string: 'None'"),
+    ('tools/list={"result": {"tools": null}}', "tools/list result has no tools list: 'None'"),
+    ('tools/list={"result": {"tools": "reverse_text"}}', "has no tools list: 'reverse_text'"),
+    ('tools/call={"result": {"content": null}}', "tools/call result has no content list"),
+    ('tools/call={"result": {"content": [], "isError": true}}', "reported isError"),
+])
+def test_malformed_answers_fail_with_the_cause(fake, reply, cause):
+    with pytest.raises(ProbeError) as err:
+        tool_session(fake("--reply", reply), REV, 10, payload_bytes=1000)
+    assert cause in str(err.value)
+
+
+@pytest.mark.parametrize("answer_id", ["true", '"1"', "null"])
+def test_an_answer_with_another_id_is_not_taken_and_is_shown(fake, answer_id):
+    reply = f'initialize={{"id": {answer_id}, "error": {{"code": -32700, "message": "Parse error"}}}}'
+    with pytest.raises(SessionError) as err:
+        handshake_series(fake("--reply", reply), 1, 0, REV, timeout_s=1)
+    message = str(err.value)
+    assert "no response to request 1 within 1 s" in message
+    assert f'it sent a response mcpstart did not ask for: \'{{"jsonrpc": "2.0", "id": {answer_id}, ' \
+           '"error": {"code": -32700, "message": "Parse error"}}\'' in message

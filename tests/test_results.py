@@ -71,3 +71,22 @@ def test_files_follow_the_umask(tmp_path):
         os.umask(old)
     assert (tmp_path / "out.json").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "out.toml").stat().st_mode & 0o777 == 0o644
+
+
+def test_existing_file_keeps_its_mode_and_symlink(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    real.chmod(0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    sample_results().save(link)
+    assert link.is_symlink() and load(link).servers[0].name == "go"
+    assert real.stat().st_mode & 0o777 == 0o600
+
+
+def test_table_escapes_lone_surrogates():
+    from mcpstart.report import table
+
+    results = sample_results()
+    results.servers[0].sdk_version = "v\ud800"
+    assert "v\\ud800" in table(results)

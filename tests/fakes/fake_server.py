@@ -31,6 +31,8 @@ parser.add_argument("--child", action="store_true", help="start a child that ign
 parser.add_argument("--escape", action="store_true", help="start a process that leaves the group")
 parser.add_argument("--revision", default=None, help="protocolVersion to answer with")
 parser.add_argument("--output-schema", action="store_true", help="declare outputSchema")
+parser.add_argument("--reply", action="append", default=[], metavar="METHOD=JSON",
+                    help="answer METHOD with this JSON object's keys (id, result, error) instead")
 args = parser.parse_args()
 
 out = os.fdopen(1, "wb", buffering=1 << 30 if args.no_flush else 0)
@@ -112,9 +114,15 @@ def reverse(text: str) -> str:
     return text[::-1]
 
 
+REPLIES = {m: json.loads(j) for m, _, j in (r.partition("=") for r in args.reply)}
+
+
 def handle(message: dict) -> None:
     method, mid = message.get("method"), message.get("id")
     if mid is None:
+        return
+    if method in REPLIES:
+        send({"jsonrpc": "2.0", "id": mid, **REPLIES[method]})
         return
     if method == "initialize":
         if args.notify_first:
