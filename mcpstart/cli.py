@@ -253,6 +253,10 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     builds = build_all(recipes, _cache(cache_dir), rebuild, _progress)
     results = measure_builds(builds, settings, output, _redacted_argv(), require_all, _progress)
     click.echo(table(results, tablefmt))
+    try:
+        results.save(output)
+    except OSError as err:
+        raise InputError(f"cannot write the results file {output}: {err.strerror or err}") from err
     _progress(f"results written to {output} and {output.with_suffix('.toml')}")
     sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
 
