@@ -126,8 +126,9 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     """Build ``recipe`` unless an up-to-date build exists (``rebuild`` forces one).
 
     Never raises for a failed step or a missing toolchain: those come back as a Build with
-    status "failed" or "skipped" and a reason. Older build folders of the same server are
-    removed after a successful build.
+    status "failed" or "skipped" and a reason. Another mcpstart building the same server
+    into the same cache is waited for (a file lock). After a successful build only the
+    KEEP_BUILDS most recently used build folders of the server are kept.
     """
     versions, missing = toolchain_versions(recipe)
     if missing:
@@ -135,7 +136,7 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     key = build_key(recipe, versions)
     folder = root / "builds" / f"{recipe.name}-{key[:16]}"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.with_suffix(".lock"), "w") as lock:
+    with open(_lock_path(folder), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another mcpstart building the same: wait, then reuse
         return _ensure_built(recipe, folder, key, versions, rebuild, progress)
 
@@ -166,6 +167,10 @@ def _ensure_built(recipe: Recipe, folder: Path, key: str, versions: dict[str, st
     return build
 
 
+def _lock_path(folder: Path) -> Path:
+    return folder.with_name(folder.name + ".lock")
+
+
 def _read_marker(marker: Path) -> dict | None:
     """The finished build's record, or None when absent or unreadable (then: build again)."""
     try:
@@ -186,7 +191,7 @@ def _prune(current: Path) -> None:
     for old in builds[KEEP_BUILDS:]:
         if old != current:
             shutil.rmtree(old, ignore_errors=True)
-            old.with_suffix(".lock").unlink(missing_ok=True)
+            _lock_path(old).unlink(missing_ok=True)
 
 
 def _run_build(build: Build) -> str | None:

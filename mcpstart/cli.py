@@ -36,7 +36,8 @@ def _env_pairs(ctx, param, values) -> dict[str, str]:
 
 
 class _Main(click.Group):
-    """The top-level group; it keeps mcpstart's own command line for the results file."""
+    """The top-level group: keeps mcpstart's own command line for the results file, and
+    turns exit signals into an orderly exit that shuts down every server first."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
