@@ -251,13 +251,22 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     recipes = _recipes(recipes_dir, only)
     settings = Settings(runs=runs, warmup=warmup, timeout_s=timeout, payload_bytes=payload_bytes,
                         requested_revision=protocol_version, env=env)
+    write_error: list[OSError] = []  # the last rewrite's failure, if it failed
+
+    def rewrite(results) -> None:
+        write_error.clear()
+        try:
+            results.save(output)
+        except OSError as err:
+            write_error.append(err)
+            _progress(f"cannot write {output}: {err.strerror or err} (measuring goes on)")
+
     builds = build_all(recipes, _cache(cache_dir), rebuild, _progress)
-    results = measure_builds(builds, settings, output, _redacted_argv(), require_all, _progress)
+    results = measure_builds(builds, settings, _redacted_argv(), require_all, _progress, rewrite)
     click.echo(table(results, tablefmt))
-    try:
-        results.save(output)
-    except OSError as err:
-        raise InputError(f"cannot write the results file {output}: {err.strerror or err}") from err
+    if write_error:
+        raise InputError(f"cannot write the results file {output}: "
+                         f"{write_error[0].strerror or write_error[0]}")
     _progress(f"results written to {output} and {output.with_suffix('.toml')}")
     sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
 

@@ -3,6 +3,7 @@ rewrite the results file after every server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -92,9 +93,11 @@ def build_all(recipes: list[Recipe], cache: Path, rebuild: bool = False,
     return [ensure_built(recipe, cache, rebuild, progress) for recipe in recipes]
 
 
-def measure_builds(builds: list[Build], settings: Settings, output: Path, argv: list[str],
-                   require_all: bool = False, progress: Progress = lambda _: None) -> Results:
-    """Measure each built server in turn and save the results file after each one.
+def measure_builds(builds: list[Build], settings: Settings, argv: list[str],
+                   require_all: bool = False, progress: Progress = lambda _: None,
+                   on_row: Callable[[Results], None] = lambda _: None) -> Results:
+    """Measure each built server in turn; ``on_row`` gets the results after each row (the CLI
+    rewrites the results file there).
 
     A skipped build is a "skipped" row ("failed" with ``require_all``), a failed build a
     "failed" row with the log's tail; the other servers go on either way.
@@ -126,8 +129,5 @@ def measure_builds(builds: list[Build], settings: Settings, output: Path, argv: 
         outcome = row.status if row.status == "ok" else f"{row.status}: {row.reason.splitlines()[0]}"
         step(outcome + "".join(f"\n  warning: {w}" for w in row.warnings))
         results.servers.append(row)
-        try:
-            results.save(output)
-        except OSError as err:
-            progress(f"cannot write {output}: {err.strerror or err} (measuring goes on)")
+        on_row(results)
     return results
