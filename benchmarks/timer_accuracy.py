@@ -11,8 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mcpstart.probes import handshake_series
-from mcpstart.session import Command
+from mcpstart.measure.probes import handshake_series
+from mcpstart.stdio.session import Command
 
 SERVER_C = r"""
 #include <stdio.h>

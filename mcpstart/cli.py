@@ -45,7 +45,7 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context):
         from .interrupts import exit_on_signals
-        from .session import shutdown_all
+        from .stdio.session import shutdown_all
 
         with exit_on_signals():
             try:
@@ -114,7 +114,7 @@ def _revision(ctx, param, value: str) -> str:
 
 
 def _cache(option: str | None) -> Path:
-    from .build import cache_root
+    from .targets.build import cache_root
 
     root = cache_root(option)
     try:
@@ -127,7 +127,7 @@ def _cache(option: str | None) -> Path:
 
 
 def _recipes(folder: str, names: tuple[str, ...]):
-    from .recipes import RecipeError, load_recipes
+    from .targets.recipes import RecipeError, load_recipes
 
     if not Path(folder).is_dir():
         raise InputError(f"no recipe folder {folder!r}: run mcpstart from its checkout, or pass "
@@ -186,7 +186,7 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
     versions: a second build with nothing changed does no work. A missing toolchain
     skips that server; a failed build prints its log's tail; the others go on.
     """
-    from .measure import build_all
+    from .measure.run import build_all
 
     builds = build_all(_recipes(recipes_dir, names), _cache(cache_dir), rebuild, _progress)
     failed = False
@@ -245,8 +245,8 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     2 bad input; 128+N stopped by signal N (the server being measured is shut down
     first; rows already measured stay in the results file).
     """
-    from .measure import Settings, build_all, measure_builds
-    from .report import table
+    from .measure.run import Settings, build_all, measure_builds
+    from .views.table import table
 
     recipes = _recipes(recipes_dir, only)
     settings = Settings(runs=runs, warmup=warmup, timeout_s=timeout, payload_bytes=payload_bytes,
@@ -277,7 +277,7 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
 def report(results_file, tablefmt) -> None:
     """Print the table of a results file (default: ./mcpstart-results.json) without
     measuring again."""
-    from .report import table
+    from .views.table import table
     from .results import ResultsError, load
 
     if Path(results_file).suffix == ".toml":

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from mcpstart.build import KEEP_BUILDS, build_key, cache_root, ensure_built, toolchain_versions
-from mcpstart.recipes import load_recipe
+from mcpstart.targets.build import KEEP_BUILDS, build_key, cache_root, ensure_built, toolchain_versions
+from mcpstart.targets.recipes import load_recipe
 
 from conftest import toy_recipe, write_recipe
 

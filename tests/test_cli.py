@@ -144,7 +144,7 @@ def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
 
 
 def test_unexpected_error_on_one_server_keeps_the_others(tmp_path, monkeypatch):
-    import mcpstart.measure as measure
+    import mcpstart.measure.run as measure
 
     real = measure.measure_server
 

@@ -9,8 +9,8 @@ import time
 import psutil
 import pytest
 
-from mcpstart.probes import handshake, initialize_request, tool_session
-from mcpstart.session import Command, FramingError, SessionError, StdioSession, Traffic
+from mcpstart.measure.probes import handshake, initialize_request, tool_session
+from mcpstart.stdio.session import Command, FramingError, SessionError, StdioSession, Traffic
 
 from conftest import FAKE
 
@@ -228,7 +228,7 @@ def test_cannot_start_missing_program():
 
 
 def test_endless_line_fails_without_buffering_it_all(monkeypatch):
-    monkeypatch.setattr("mcpstart.session.MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr("mcpstart.stdio.session.MAX_LINE_BYTES", 1 << 20)
     writer = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     start = time.monotonic()
     with pytest.raises(SessionError, match="more than 1 MiB on stdout without a newline"):

@@ -1,7 +1,7 @@
 import json
 import os
 
-from mcpstart.footprint import _npm_lock, lock_count, tool_lines, tree_bytes
+from mcpstart.measure.footprint import _npm_lock, lock_count, tool_lines, tree_bytes
 
 
 def test_tree_bytes_excludes_and_counts_hard_links_once(tmp_path):

@@ -1,7 +1,7 @@
 import pytest
 
-from mcpstart.probes import UNICODE_CHECK, ProbeError, handshake_series, payload_text, tool_session
-from mcpstart.session import SessionError
+from mcpstart.measure.probes import UNICODE_CHECK, ProbeError, handshake_series, payload_text, tool_session
+from mcpstart.stdio.session import SessionError
 
 MIB = 1024 * 1024
 REV = "2025-11-25"

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpstart.recipes import RecipeError, load_recipe, load_recipes
+from mcpstart.targets.recipes import RecipeError, load_recipe, load_recipes
 
 from conftest import toy_recipe, write_recipe
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpstart.cli import main
-from mcpstart.recipes import load_recipes
+from mcpstart.targets.recipes import load_recipes
 
 pytestmark = pytest.mark.e2e
 

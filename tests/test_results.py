@@ -5,7 +5,7 @@ import tomllib
 import pytest
 
 from mcpstart.results import Results, ResultsError, ServerResult, load
-from mcpstart.stats import summarize
+from mcpstart.measure.stats import summarize
 
 
 def sample_results() -> Results:
@@ -85,7 +85,7 @@ def test_existing_file_keeps_its_mode_and_symlink(tmp_path):
 
 
 def test_table_escapes_lone_surrogates():
-    from mcpstart.report import table
+    from mcpstart.views.table import table
 
     results = sample_results()
     results.servers[0].sdk_version = "v\ud800"

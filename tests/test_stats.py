@@ -2,7 +2,7 @@ import statistics
 
 import pytest
 
-from mcpstart.stats import P95_MIN_SAMPLES, summarize
+from mcpstart.measure.stats import P95_MIN_SAMPLES, summarize
 
 
 def test_summary_of_known_values():

@@ -12,7 +12,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from .build import Build
+from ..targets.build import Build
 
 NOT_SHIPPED_PYTHON = {"pip", "setuptools", "wheel"}
 

@@ -8,13 +8,14 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import Progress, __version__, defaults, machine
-from .build import Build, ensure_built
+from .. import Progress, __version__, defaults
+from . import machine
+from ..targets.build import Build, ensure_built
 from .footprint import measure_footprint
 from .probes import handshake_series, tool_session
-from .recipes import Recipe
-from .results import Results, ServerResult
-from .session import Command, SessionError
+from ..targets.recipes import Recipe
+from ..results import Results, ServerResult
+from ..stdio.session import Command, SessionError
 
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import string
 
-from . import Progress, __version__, memory
-from .session import Command, SessionError, StdioSession, Traffic
+from .. import Progress, __version__
+from . import memory
+from ..stdio.session import Command, SessionError, StdioSession, Traffic
 from .stats import summarize
 
 TOOL_NAME = "reverse_text"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .results import Results, ServerResult
+from ..results import Results, ServerResult
 
 MIB = 1024 * 1024
 

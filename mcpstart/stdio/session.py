@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from . import interrupts
+from .. import interrupts
 
 READ_CHUNK = 1 << 16
 MAX_LINE_BYTES = 256 << 20

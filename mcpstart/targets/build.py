@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import Progress, interrupts
+from .. import Progress, interrupts
 from .recipes import Recipe
-from .session import Command
+from ..stdio.session import Command
 
 CACHE_ENV = "MCPSTART_CACHE_DIR"
 MARKER = "mcpstart-build.json"

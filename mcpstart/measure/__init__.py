@@ -1,0 +1,1 @@
+"""What is measured: probes, memory, footprint, statistics, the machine, and the run itself."""

@@ -1,0 +1,1 @@
+"""The stdio transport: spawn, pipes, line framing, JSON-RPC, waits, process tree, shutdown."""

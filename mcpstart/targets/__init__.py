@@ -1,0 +1,1 @@
+"""Where servers come from: build recipes and their builds (later: a command line, editor configs)."""

@@ -1,0 +1,1 @@
+"""Views of a results file: tables (later exports, plots, comparisons)."""
