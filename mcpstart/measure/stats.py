@@ -1,12 +1,26 @@
-"""Summary statistics of repeated measurements. Knows nothing about processes."""
+"""Statistics of repeated measurements: summaries, the median's confidence interval, warnings
+about a series a reader should not trust blindly, and the exact Mann-Whitney U test that
+``mcpstart compare`` uses. Knows nothing about processes."""
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections.abc import Sequence
+from fractions import Fraction
 
 P95_MIN_SAMPLES = 20
 """Fewest counted samples for which a p95 is reported. Below 20 samples the 95th percentile
 falls between the two largest values, so it says no more than the max does."""
+
+CI_TARGET = 0.95
+"""The confidence level the median's interval aims for (at least this, when n allows it)."""
+
+OUTLIER_Z = 3.5
+"""Modified z-score above which a value is an outlier (Iglewicz & Hoaglin 1993)."""
+
+HIGH_VARIATION = 0.10
+"""Coefficient of variation (stdev / mean) above which a series is flagged."""
 
 
 def summarize(samples: list[float], warmup_samples: list[float] | None = None) -> dict:
@@ -17,12 +31,14 @@ def summarize(samples: list[float], warmup_samples: list[float] | None = None) -
         warmup_samples: values of the warm-up runs, in run order.
 
     Returns:
-        ``{n, median, mean, stdev, min, max, mad, p95, samples, warmup_samples}``: ``stdev`` is the
-        sample standard deviation (n - 1; null when n < 2), ``mad`` the median absolute deviation
-        from the median, unscaled, and ``p95`` the 95th percentile by linear interpolation
-        between order statistics (Hyndman & Fan 1996, definition 7: ``statistics.quantiles``
-        with ``method="inclusive"``), null when n < ``P95_MIN_SAMPLES``. Every figure is null
-        when there are no counted samples.
+        ``{n, median, mean, stdev, min, max, mad, p95, samples, warmup_samples, ci_low,
+        ci_high, ci_level}``: ``stdev`` is the sample standard deviation (n - 1; null when
+        n < 2), ``mad`` the median absolute deviation from the median, unscaled, and ``p95``
+        the 95th percentile by linear interpolation between order statistics (Hyndman & Fan
+        1996, definition 7: ``statistics.quantiles`` with ``method="inclusive"``), null when
+        n < ``P95_MIN_SAMPLES``. ``ci_*`` is the median's confidence interval from
+        ``median_ci`` (all three null when n < 2). Every figure is null when there are no
+        counted samples.
     """
     values = list(samples)
     block = {
@@ -36,6 +52,9 @@ def summarize(samples: list[float], warmup_samples: list[float] | None = None) -
         "p95": None,
         "samples": values,
         "warmup_samples": list(warmup_samples or []),
+        "ci_low": None,
+        "ci_high": None,
+        "ci_level": None,
     }
     if not values:
         return block
@@ -50,4 +69,182 @@ def summarize(samples: list[float], warmup_samples: list[float] | None = None) -
     )
     if len(values) >= P95_MIN_SAMPLES:
         block["p95"] = statistics.quantiles(values, n=20, method="inclusive")[18]
+    ci = median_ci(values)
+    if ci is not None:
+        block["ci_low"], block["ci_high"], block["ci_level"] = ci
     return block
+
+
+def median_ci(values: Sequence[float], target: float = CI_TARGET
+              ) -> tuple[float, float, float] | None:
+    """The median's distribution-free confidence interval from order statistics.
+
+    With the values sorted as x(1) <= ... <= x(n), the interval [x(k), x(n-k+1)] holds the
+    population median with probability 1 - 2·P(Bin(n, 1/2) <= k - 1), whatever the
+    distribution (continuous); this returns the narrowest such interval (largest k) whose
+    level is at least ``target``. When even k = 1 (min..max) falls short, min..max is
+    returned with the level it really has: n = 6 gives min..max at 0.96875 (= 1 - 2/64),
+    n = 5 gives 0.9375, n = 3 gives 0.75, n = 2 gives 0.5. Examples at 95%: n = 10 gives
+    [x(2), x(9)] at 0.978515625, n = 20 gives [x(6), x(15)] at 0.95861 (= 1 - 2·21700/2^20).
+
+    Source: W. J. Conover, Practical Nonparametric Statistics, 3rd ed. (Wiley 1999), ch. 3,
+    the confidence interval for a quantile (here the 0.5 quantile), and Hollander & Wolfe,
+    Nonparametric Statistical Methods (the interval that inverts the sign test).
+
+    Returns:
+        ``(low, high, level)`` with ``level`` a fraction in [0, 1]; None when n < 2. With one
+        value the interval would be [x, x] at level 0: it claims nothing, so mcpstart reports
+        no interval rather than one that looks precise.
+    """
+    xs = sorted(values)
+    n = len(xs)
+    if n < 2:
+        return None
+    total = 2 ** n
+    k, below = 1, 1  # below = 2**n · P(Bin(n, 1/2) <= k - 1) = sum of C(n, i), i < k
+    while True:  # try k + 1 while the interval stays non-empty and reaches the target
+        next_below = below + math.comb(n, k)
+        if k + 1 > n - k or 1 - Fraction(2 * next_below, total) < target:
+            break
+        k, below = k + 1, next_below
+    level = 1 - Fraction(2 * below, total)
+    return xs[k - 1], xs[n - k], float(level)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _robust_scores(values: Sequence[float]) -> tuple[list[float], str]:
+    """Modified z-scores of ``values`` and a phrase naming the scale used.
+
+    M = 0.6745·(x - median) / MAD (Iglewicz & Hoaglin 1993). When MAD is 0 (more than half
+    the values are equal) the scale falls back to 1.253314·MeanAD, the mean absolute
+    deviation from the median scaled to estimate a normal standard deviation, as IBM's
+    Cognos Analytics documentation of the modified z score does; when that is 0 too every
+    value is equal and every score is 0.
+    """
+    median = statistics.median(values)
+    mad = statistics.median(abs(v - median) for v in values)
+    if mad > 0:
+        return ([0.6745 * (v - median) / mad for v in values],
+                f"median {_fmt(median)}, MAD {_fmt(mad)}")
+    mean_ad = statistics.fmean(abs(v - median) for v in values)
+    if mean_ad == 0:
+        return [0.0] * len(values), f"median {_fmt(median)}, every run equal"
+    return ([(v - median) / (1.253314 * mean_ad) for v in values],
+            f"median {_fmt(median)}, MAD 0 so scaled by 1.2533 x mean absolute deviation "
+            f"{_fmt(mean_ad)}")
+
+
+def series_warnings(metric: str, block: dict | None, load_average=None,
+                    cpu_count: int | None = None) -> list[dict]:
+    """Warnings about one measured series, each ``{kind, metric, detail}``.
+
+    Kinds:
+        "first_run_outlier": the first counted run is slower than the median with a modified
+            z-score above ``OUTLIER_Z`` (caches were probably cold: add a warm-up run).
+        "outlier": other runs (or a fast first run) with a modified z-score above
+            ``OUTLIER_Z``: |M| = 0.6745·|x - median| / MAD > 3.5 (B. Iglewicz and D. C.
+            Hoaglin, How to Detect and Handle Outliers, ASQC 1993). When MAD is 0 the scale
+            is 1.253314·MeanAD instead (see ``_robust_scores``); if every run is equal none
+            is an outlier.
+        "high_variation": stdev / mean above ``HIGH_VARIATION`` (10%).
+        "load": the 1-minute load average when the run started exceeded the number of
+            cores; only when both ``load_average`` and ``cpu_count`` are given.
+
+    Args:
+        metric: the series' name as it appears in the results file, e.g. "handshake_ms".
+        block: a ``summarize`` block (only ``samples`` is read); None or empty gives only
+            the load warning.
+        load_average: the 1-minute load average, or the ``[1m, 5m, 15m]`` list of
+            ``os.getloadavg()`` / the results file's ``environment.load_average``.
+        cpu_count: logical cores.
+    """
+    warnings = []
+    samples = [v for v in (block or {}).get("samples") or [] if _is_number(v)]
+    if samples:
+        scores, scale = _robust_scores(samples)
+        first_slow = scores[0] > OUTLIER_Z
+        if first_slow:
+            warnings.append({"kind": "first_run_outlier", "metric": metric, "detail": (
+                f"the first counted run took {_fmt(samples[0])}, modified z-score "
+                f"{scores[0]:.1f} > {OUTLIER_Z} ({scale}): caches were probably cold; "
+                "add a warm-up run")})
+        odd = [(i, v, z) for i, (v, z) in enumerate(zip(samples, scores))
+               if abs(z) > OUTLIER_Z and not (i == 0 and first_slow)]
+        if odd:
+            runs = ", ".join(f"run {i + 1} ({_fmt(v)}, z {z:.1f})" for i, v, z in odd)
+            warnings.append({"kind": "outlier", "metric": metric, "detail": (
+                f"modified z-score above {OUTLIER_Z} in {len(odd)} of {len(samples)} counted "
+                f"runs ({scale}): {runs}")})
+        if len(samples) >= 2:
+            mean = statistics.fmean(samples)
+            stdev = statistics.stdev(samples)
+            if mean > 0 and stdev / mean > HIGH_VARIATION:
+                warnings.append({"kind": "high_variation", "metric": metric, "detail": (
+                    f"stdev {_fmt(stdev)} is {100 * stdev / mean:.0f}% of the mean "
+                    f"{_fmt(mean)} (more than {100 * HIGH_VARIATION:.0f}%): the machine was "
+                    "noisy or the server varies; compare medians with care")})
+    if isinstance(load_average, Sequence) and load_average:
+        load_average = load_average[0]
+    if _is_number(load_average) and _is_number(cpu_count) and load_average > cpu_count:
+        warnings.append({"kind": "load", "metric": metric, "detail": (
+            f"the 1-minute load average was {load_average:.2f} on {cpu_count} cores when "
+            "the run started: other work competed for the CPU")})
+    return warnings
+
+
+def _is_number(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _u_counts(m: int, n: int) -> list[int]:
+    """How many of the C(m + n, m) orderings of m + n distinct values give each U = 0..m·n:
+    the coefficients of the Gaussian binomial [m + n, m]_q = prod_{i=1..m} (1 - q^(n+i)) /
+    (1 - q^i), built one factor at a time in exact integers (the generating function of Mann
+    and Whitney's 1947 recurrence). Costs about min(m, n)^2 · max(m, n) steps."""
+    m, n = min(m, n), max(m, n)
+    counts = [1] + [0] * (m * n)
+    for i in range(1, m + 1):
+        top = i * n  # degree after this factor
+        for k in range(top, n + i - 1, -1):  # multiply by (1 - q^(n+i))
+            counts[k] -= counts[k - n - i]
+        for k in range(i, top + 1):  # divide by (1 - q^i)
+            counts[k] += counts[k - i]
+    return counts
+
+
+def mann_whitney_greater(old: Sequence[float], new: Sequence[float]) -> tuple[int, float]:
+    """Exact one-sided Mann-Whitney U test that NEW tends to be larger (slower) than OLD.
+
+    ``u`` is the number of pairs (o, x), o from ``old`` and x from ``new``, with x > o; ``p``
+    is P(U >= u) when both samples come from one continuous distribution, counted exactly
+    over all C(m + n, m) equally likely orderings (H. B. Mann and D. R. Whitney, "On a test
+    of whether one of two random variables is stochastically larger than the other", Annals
+    of Mathematical Statistics 18 (1947) 50-60).
+
+    Ties: a tied pair counts 0, as if the tie had broken against "NEW is slower". Every way
+    of breaking the ties gives a U at least this large, so ``p`` is the largest p of them:
+    a tie never makes "slower" more significant. All values tied gives u = 0, p = 1.
+
+    Returns:
+        ``(u, p)``; ``(0, 1.0)`` when either sample is empty. The smallest p possible is
+        ``smallest_p(len(old), len(new))`` (complete separation).
+    """
+    m, n = len(old), len(new)
+    if m == 0 or n == 0:
+        return 0, 1.0
+    u = sum(1 for x in new for o in old if x > o)
+    counts = _u_counts(m, n)
+    return u, float(Fraction(sum(counts[u:]), math.comb(m + n, m)))
+
+
+def smallest_p(n_old: int, n_new: int) -> float:
+    """The smallest p ``mann_whitney_greater`` can give with these sample sizes:
+    1 / C(n_old + n_new, n_old) (6 vs 6: 1/924 = 0.00108; 3 vs 3: 1/20 = 0.05); 1.0 when
+    either is 0. A test whose smallest p is above alpha can never find a regression."""
+    if n_old <= 0 or n_new <= 0:
+        return 1.0
+    return 1 / math.comb(n_old + n_new, n_old)
