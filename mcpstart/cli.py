@@ -290,5 +290,52 @@ def report(results_file, tablefmt) -> None:
     click.echo(table(results, tablefmt))
 
 
+@main.command(short_help="Compare two results files; exit 1 on a regression (a CI gate).",
+              epilog="\b\nExample, in CI (the table is Markdown for a pull-request comment):\n"
+                     "  mcpstart compare main-results.json mcpstart-results.json "
+                     "--threshold 10 > comment.md")
+@click.argument("old", type=click.Path(dir_okay=False))
+@click.argument("new", type=click.Path(dir_okay=False))
+@click.option("--threshold", default=10.0, show_default=True, type=click.FloatRange(min=0),
+              help="Percent: a significant slowdown counts as a regression only when NEW's "
+                   "median is more than this much above OLD's.")
+@click.option("--alpha", default=0.01, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True),
+              help="Significance level of the exact one-sided Mann-Whitney U test.")
+@format_option
+def compare(old, new, threshold, alpha, tablefmt) -> None:
+    """Compare results file NEW with OLD, server by server.
+
+    Each series with raw samples (cold start, phases, modern discover, round trip) gets
+    OLD and NEW medians, their ratio, and an exact one-sided Mann-Whitney U test that NEW
+    is slower; memory and footprint figures are single values, compared by ratio only
+    ("no test"). With few runs the test cannot reach alpha (3 vs 3 runs: p >= 0.05); such
+    series say "too few runs".
+
+    \b
+    Exit status: 1 a regression: a series with p <= ALPHA whose NEW median is more
+    than THRESHOLD percent above OLD's, or a server ok in OLD that failed in NEW;
+    0 no regression; 2 bad input (a missing or invalid results file).
+    """
+    from .results import ResultsError, load
+    from .views.compare import compare as compare_results, render
+
+    for name, value in (("--threshold", threshold), ("--alpha", alpha)):
+        if not math.isfinite(value):
+            raise click.BadParameter(f"{value} is not a finite number", param_hint=name)
+    loaded = []
+    for path in (old, new):
+        if Path(path).suffix == ".toml":
+            raise InputError(f"{path} is the TOML copy; compare reads the JSON results file "
+                             f"({Path(path).with_suffix('.json')})")
+        try:
+            loaded.append(load(Path(path)).to_dict())
+        except ResultsError as err:
+            raise InputError(str(err)) from err
+    comparison = compare_results(*loaded, threshold_pct=threshold, alpha=alpha)
+    click.echo(render(comparison, tablefmt, old, new))
+    sys.exit(1 if comparison.regressions else 0)
+
+
 if __name__ == "__main__":
     main()

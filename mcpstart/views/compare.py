@@ -1,0 +1,237 @@
+"""Compare two results files, OLD and NEW: medians, ratios and an exact one-sided
+Mann-Whitney U test per measured series; the regressions a CI gate fails on."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from ..measure.stats import mann_whitney_greater, smallest_p
+
+SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
+          "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms")
+"""Series with raw samples (milliseconds), tested with Mann-Whitney U on their ``samples``."""
+
+SINGLES = ("memory.idle_rss_bytes", "memory.idle_pss_bytes", "memory.peak_rss_bytes_payload",
+           "footprint.artifact_bytes", "footprint.dev_tree_bytes",
+           "footprint.dependency_count")
+"""Single values per server: compared by ratio only ("no test")."""
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class Row:
+    """One compared metric of one server. ``old``/``new`` are medians (series) or values
+    (singles), or status strings for the "status" metric; ``ratio`` is new / old; ``u``,
+    ``p`` and ``n_old``/``n_new`` are set for tested series."""
+
+    server: str
+    metric: str
+    old: float | str | None
+    new: float | str | None
+    verdict: str
+    regression: bool = False
+    ratio: float | None = None
+    u: int | None = None
+    p: float | None = None
+    n_old: int = 0
+    n_new: int = 0
+
+
+@dataclass
+class Comparison:
+    """Everything ``compare`` found: rows in server order, servers present in one file only,
+    and the rules used (``alpha``, ``threshold_pct``)."""
+
+    alpha: float
+    threshold_pct: float
+    rows: list[Row] = field(default_factory=list)
+    only_old: list[str] = field(default_factory=list)
+    only_new: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Row]:
+        """The rows that make ``mcpstart compare`` exit 1."""
+        return [row for row in self.rows if row.regression]
+
+
+def _number(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _get(row: dict, path: str):
+    value = row
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _samples(row: dict, path: str) -> list[float]:
+    block = _get(row, path)
+    samples = block.get("samples") if isinstance(block, dict) else None
+    return [v for v in samples if _number(v)] if isinstance(samples, list) else []
+
+
+def _servers(results: dict) -> dict[str, dict]:
+    """Server rows by name (first row of a name wins); rows without a name are ignored."""
+    servers = {}
+    for row in results.get("servers") or []:
+        if isinstance(row, dict) and isinstance(row.get("name"), str):
+            servers.setdefault(row["name"], row)
+    return servers
+
+
+def _ratio(old: float, new: float) -> float | None:
+    return new / old if old else None
+
+
+def _series_row(name: str, metric: str, old: list[float], new: list[float], alpha: float,
+                threshold_pct: float) -> Row:
+    old_median, new_median = statistics.median(old), statistics.median(new)
+    u, p = mann_whitney_greater(old, new)
+    row = Row(name, metric, old_median, new_median, "ok", ratio=_ratio(old_median, new_median),
+              u=u, p=p, n_old=len(old), n_new=len(new))
+    slower = new_median > old_median * (1 + threshold_pct / 100)
+    if smallest_p(len(old), len(new)) > alpha:
+        row.verdict = "too few runs"
+    elif p <= alpha and slower:
+        row.verdict, row.regression = "regression", True
+    elif p <= alpha:
+        row.verdict = f"slower, within {threshold_pct:g}%"
+    return row
+
+
+def _status_row(name: str, old: dict, new: dict) -> Row | None:
+    before, after = old.get("status"), new.get("status")
+    if before == after:
+        return None
+    if before == "ok" and after == "failed":
+        return Row(name, "status", before, after, f"regression: {new.get('reason') or 'failed'}",
+                   regression=True)
+    return Row(name, "status", before, after, f"{after} in NEW")
+
+
+def _values(row: dict, metric: str) -> list[float]:
+    """A series' samples, or a single value as a one-item list; [] when absent or null."""
+    if metric in SERIES:
+        return _samples(row, metric)
+    value = _get(row, metric)
+    return [value] if _number(value) else []
+
+
+def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: float,
+                threshold_pct: float) -> Row | None:
+    before, after = _values(old_row, metric), _values(new_row, metric)
+    if before and after:
+        if metric in SERIES:
+            return _series_row(name, metric, before, after, alpha, threshold_pct)
+        return Row(name, metric, before[0], after[0], "no test", ratio=_ratio(before[0], after[0]))
+    # one side only: worth a row unless the other side's server did not finish (its status
+    # row says so already)
+    if before and new_row.get("status") == "ok":
+        return Row(name, metric, statistics.median(before), None, "only in OLD")
+    if after and old_row.get("status") == "ok":
+        return Row(name, metric, None, statistics.median(after), "only in NEW")
+    return None
+
+
+def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.01
+            ) -> Comparison:
+    """Compare two results files, each given as its JSON form (``Results.to_dict()``).
+
+    For each server in both files: a "status" row when the status changed; each series of
+    ``SERIES`` with samples on both sides gets old and new medians, the ratio, and
+    ``mann_whitney_greater(old, new)``; each of ``SINGLES`` present on both sides gets its
+    ratio ("no test"). A metric present on one side only is listed as "only in OLD/NEW"
+    unless the other side's server did not finish ("failed" or "skipped"), which its status
+    row already says. Missing blocks and null or non-numeric values are skipped, never an
+    error.
+
+    Regression rules: a series whose p <= ``alpha`` and whose NEW median is more than
+    ``threshold_pct`` percent above OLD's; a server "ok" in OLD and "failed" in NEW. A series
+    whose ``smallest_p`` is above ``alpha`` is "too few runs": it can never be significant.
+
+    Args:
+        old, new: results dicts ("servers": [{name, status, handshake_ms, ...}]).
+        threshold_pct: percent; 10 means NEW must be more than 1.1 x OLD.
+        alpha: significance level of the one-sided test, in (0, 1].
+    """
+    comparison = Comparison(alpha=alpha, threshold_pct=threshold_pct)
+    old_servers, new_servers = _servers(old), _servers(new)
+    comparison.only_old = [n for n in old_servers if n not in new_servers]
+    comparison.only_new = [n for n in new_servers if n not in old_servers]
+    for name, old_row in old_servers.items():
+        new_row = new_servers.get(name)
+        if new_row is None:
+            continue
+        status = _status_row(name, old_row, new_row)
+        if status:
+            comparison.rows.append(status)
+        for metric in SERIES + SINGLES:
+            row = _metric_row(name, metric, old_row, new_row, alpha, threshold_pct)
+            if row:
+                comparison.rows.append(row)
+    return comparison
+
+
+def _value(metric: str, value) -> str:
+    if value is None:
+        return "-"
+    if not _number(value):
+        return str(value)
+    if "_bytes" in metric:
+        return f"{value / MIB:.2f} MiB"
+    if metric.endswith("_ms") or metric.startswith(("phases_ms", "modern_ms")):
+        return f"{value:.2f} ms"
+    return f"{value:g}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OLD",
+           new_name: str = "NEW") -> str:
+    """The comparison as text for a terminal or a pull-request comment: the rules (alpha,
+    threshold, smallest attainable p per pair of sample sizes), one table row per ``Row``
+    (``tablefmt``: any tabulate format; "github" is Markdown), servers found in one file
+    only, and the regressions."""
+    from tabulate import tabulate
+
+    alpha, threshold = comparison.alpha, comparison.threshold_pct
+    sizes = sorted({(r.n_old, r.n_new) for r in comparison.rows if r.p is not None})
+    reach = "; ".join(
+        f"{smallest_p(a, b):.3g} with {a} vs {b} runs"
+        + ("" if smallest_p(a, b) <= alpha else " (too few runs: cannot reach alpha)")
+        for a, b in sizes) or "no series with samples on both sides"
+    lines = [
+        f"**mcpstart compare**: OLD `{old_name}`, NEW `{new_name}`",
+        "",
+        f"Exact one-sided Mann-Whitney U test that NEW is slower, alpha {alpha:g}; a "
+        f"regression is p <= alpha with a median more than {threshold:g}% above OLD's, or a "
+        f"server ok in OLD that failed in NEW. Smallest attainable p: {reach}.",
+        "",
+    ]
+    table = [[r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
+              "-" if r.ratio is None else f"{r.ratio:.3f}",
+              "-" if r.u is None else r.u,
+              "-" if r.p is None else f"{r.p:.3g}",
+              f"**{r.verdict}**" if r.regression and tablefmt == "github" else r.verdict]
+             for r in comparison.rows]
+    headers = ["server", "metric", "old", "new", "new/old", "U", "p", "verdict"]
+    lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)
+                 if table else "No server appears in both files.")
+    for side, names in (("OLD", comparison.only_old), ("NEW", comparison.only_new)):
+        if names:
+            lines += ["", f"Only in {side}: {', '.join(names)}."]
+    regressions = comparison.regressions
+    lines.append("")
+    if regressions:
+        lines.append(f"{_plural(len(regressions), 'regression')}: " + "; ".join(
+            f"{r.server} {r.metric}" for r in regressions) + ".")
+    else:
+        lines.append("No regression.")
+    return "\n".join(lines)

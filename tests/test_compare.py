@@ -1,0 +1,232 @@
+"""mcpstart compare: the regression gate, on results files built here from plain dicts."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mcpstart.cli import main
+from mcpstart.measure.stats import summarize
+from mcpstart.views.compare import compare, render
+
+HANDSHAKE = [20.4, 19.8, 20.1, 21.0, 20.3, 19.9]
+FIRST_BYTE = [5.1, 4.9, 5.0, 5.2, 5.3, 4.8]
+TOOLS_LIST = [25.0, 24.1, 24.8, 25.6, 24.9, 25.2]
+FIRST_CALL = [27.0, 26.5, 27.4, 26.9, 27.8, 26.6]
+
+
+def server(name: str, scale: float = 1.0, jitter=None, status: str = "ok", **extra) -> dict:
+    """A server row shaped like the results file: every series is the fixed samples above
+    times ``scale``, each sample then passed through ``jitter`` when given."""
+    def stats(values):
+        values = [v * scale for v in values]
+        return summarize([jitter(v) for v in values] if jitter else values, [v * 3 for v in values[:1]])
+
+    row = {
+        "name": name, "language": "python", "sdk": "mcp", "sdk_version": "1.0",
+        "status": status, "reason": None if status == "ok" else "no answer to initialize",
+        "not_measured": {},
+        "handshake_ms": stats(HANDSHAKE),
+        "phases_ms": {"first_byte": stats(FIRST_BYTE), "tools_list": stats(TOOLS_LIST),
+                      "first_call": stats(FIRST_CALL)},
+        "modern_ms": None,
+        "round_trip_ms": None,
+        "memory": {"idle_rss_bytes": 40 * 2**20, "idle_pss_bytes": 30 * 2**20,
+                   "peak_rss_bytes_payload": 60 * 2**20},
+        "footprint": {"artifact_bytes": 12 * 2**20, "dev_tree_bytes": 90 * 2**20,
+                      "dependency_count": 31},
+        "warnings": [],
+    }
+    row.update(extra)
+    return row
+
+
+def results(*servers: dict) -> dict:
+    """A whole results file (schema mcpstart/1) holding ``servers``."""
+    return {
+        "schema": "mcpstart/1", "created": "2026-11-30T01:30:54+00:00",
+        "mcpstart_version": "0.1.0", "argv": ["mcpstart", "measure", "--runs", "6"],
+        "environment": {"hostname": "ci", "os": "Linux", "cpu_count": 2,
+                        "load_average": [0.5, 0.4, 0.3]},
+        "settings": {"runs": 6, "warmup": 1, "timeout_s": 60.0},
+        "servers": list(servers),
+    }
+
+
+def write(path: Path, data: dict) -> str:
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def run_compare(tmp_path, old: dict, new: dict, *options):
+    return CliRunner().invoke(main, ["compare", write(tmp_path / "old.json", old),
+                                     write(tmp_path / "new.json", new), *options])
+
+
+def test_twice_as_slow_is_a_regression(tmp_path):
+    result = run_compare(tmp_path, results(server("go"), server("python")),
+                         results(server("go"), server("python", scale=2.0)))
+    assert result.exit_code == 1, result.output
+    assert "| python   | handshake_ms" in result.output
+    assert "alpha 0.01" in result.output
+    assert "0.00108 with 6 vs 6 runs" in result.output  # 1/924
+    assert "4 regressions: python handshake_ms; python phases_ms.first_byte; " in result.output
+    rows = compare(results(server("python")), results(server("python", scale=2.0))).rows
+    handshake = next(r for r in rows if r.metric == "handshake_ms")
+    assert handshake.regression and handshake.u == 36 and handshake.p == 1 / 924
+    assert handshake.old == pytest.approx(20.2) and handshake.new == pytest.approx(40.4)
+    assert handshake.ratio == pytest.approx(2.0)
+
+
+def test_identical_rerun_passes(tmp_path):
+    result = run_compare(tmp_path, results(server("go")), results(server("go")))
+    assert result.exit_code == 0, result.output
+    assert "No regression." in result.output
+    rows = compare(results(server("go")), results(server("go"))).rows
+    series = [r for r in rows if r.p is not None]
+    assert len(series) == 4  # handshake and three phases; modern and round trip are null
+    # every sample of NEW ties one of OLD: U counts pairs NEW strictly above, 15 of 36
+    assert all(r.u == 15 and r.verdict == "ok" and r.ratio == 1.0 for r in series)
+
+
+def test_rerun_jittered_by_5_percent_passes(tmp_path):
+    rng = random.Random(20261130)
+    jittered = results(server("go", jitter=lambda v: v * rng.uniform(0.95, 1.05)))
+    assert jittered["servers"][0]["handshake_ms"]["samples"] != HANDSHAKE
+    # each NEW sample is at most 1.05 x its OLD one, so no median can rise 10%
+    result = run_compare(tmp_path, results(server("go")), jittered)
+    assert result.exit_code == 0, result.output
+
+
+def test_ok_then_failed_is_a_regression(tmp_path):
+    failed = {"name": "rust", "status": "failed", "reason": "no answer to initialize",
+              "handshake_ms": None, "phases_ms": {"first_byte": None}, "memory": None}
+    result = run_compare(tmp_path, results(server("rust")), results(failed))
+    assert result.exit_code == 1, result.output
+    assert "regression: no answer to initialize" in result.output
+    rows = compare(results(server("rust")), results(failed)).rows
+    # the failed row's missing numbers are explained by its status row, not listed one by one
+    assert [(r.metric, r.old, r.new, r.regression) for r in rows] == [
+        ("status", "ok", "failed", True)]
+
+
+def test_failed_then_ok_is_not_a_regression(tmp_path):
+    result = run_compare(tmp_path, results(server("rust", status="failed")),
+                         results(server("rust")))
+    assert result.exit_code == 0, result.output
+    assert "ok in NEW" in result.output
+
+
+def test_too_few_runs(tmp_path):
+    three = {"handshake_ms": summarize(HANDSHAKE[:3]), "phases_ms": None}
+    old, new = results(server("c", **three)), results(server("c", **three))
+    new["servers"][0]["handshake_ms"] = summarize([2 * v for v in HANDSHAKE[:3]])
+    result = run_compare(tmp_path, old, new)
+    assert result.exit_code == 0, result.output
+    assert "0.05 with 3 vs 3 runs (too few runs: cannot reach alpha)" in result.output
+    (row,) = [r for r in compare(old, new).rows if r.metric == "handshake_ms"]
+    assert (row.verdict, row.p, row.ratio) == ("too few runs", 0.05, pytest.approx(2.0))
+    # the same data passes the test at alpha 0.05
+    assert run_compare(tmp_path, old, new, "--alpha", "0.05").exit_code == 1
+
+
+def test_threshold_and_small_significant_slowdowns():
+    old = results(server("go"))
+    new = results(server("go", handshake_ms=summarize([v * 1.08 for v in HANDSHAKE])))
+    (row,) = [r for r in compare(old, new).rows if r.metric == "handshake_ms"]
+    # complete separation (NEW's least 19.8 x 1.08 = 21.38 > OLD's most 21.0: p = 1/924)
+    # but the median rises 8%
+    assert row.p == 1 / 924 and not row.regression and row.verdict == "slower, within 10%"
+    doubled = results(server("go", scale=2.0))
+    assert compare(old, doubled, threshold_pct=150).regressions == []
+    assert len(compare(old, doubled, threshold_pct=90).regressions) == 4
+
+
+def test_single_values_compare_by_ratio_only():
+    old = results(server("ts"))
+    new = results(server("ts", memory={"idle_rss_bytes": 80 * 2**20, "idle_pss_bytes": None},
+                         footprint={"dependency_count": 62}))
+    rows = {r.metric: r for r in compare(old, new).rows}
+    assert rows["memory.idle_rss_bytes"].ratio == 2.0  # whole MiB counts: exact
+    assert rows["memory.idle_rss_bytes"].verdict == "no test"
+    assert rows["footprint.dependency_count"].ratio == 2.0
+    assert not any(r.regression for r in rows.values())
+    # present in OLD only, NEW ok: listed as such
+    assert rows["memory.idle_pss_bytes"].verdict == "only in OLD"
+    assert rows["footprint.artifact_bytes"].new is None
+    cells = [[c.strip() for c in line.split("|")[1:-1]]
+             for line in render(compare(old, new)).splitlines() if line.startswith("| ts")]
+    assert ["ts", "memory.idle_rss_bytes", "40.00 MiB", "80.00 MiB", "2.000", "-", "-",
+            "no test"] in cells
+    assert ["ts", "memory.peak_rss_bytes_payload", "60.00 MiB", "-", "-", "-", "-",
+            "only in OLD"] in cells
+
+
+def test_modern_and_round_trip_series():
+    old = results(server("go", modern_ms={"discover": summarize([3.0, 3.1, 2.9, 3.2, 3.0, 3.1]),
+                                          "first_call": None},
+                         round_trip_ms={"n": 6, "p50": 0.2, "p95": None,
+                                        "samples": [0.2, 0.21, 0.19, 0.2, 0.22, 0.2]}))
+    new = results(server("go", modern_ms={"discover": summarize([9.0, 9.1, 8.9, 9.2, 9.0, 9.1]),
+                                          "first_call": None},
+                         round_trip_ms={"n": 6, "samples": [0.2, 0.21, 0.19, 0.2, 0.22, 0.2]}))
+    rows = {r.metric: r for r in compare(old, new).rows}
+    discover = rows["modern_ms.discover"]
+    assert discover.regression and discover.p == 1 / 924
+    assert discover.ratio == pytest.approx(9.05 / 3.05)
+    assert rows["round_trip_ms"].verdict == "ok" and rows["round_trip_ms"].old == 0.2
+    assert "modern_ms.first_call" not in rows
+
+
+def test_servers_in_one_file_only_are_listed(tmp_path):
+    result = run_compare(tmp_path, results(server("go"), server("c")),
+                         results(server("go"), server("rust")))
+    assert result.exit_code == 0, result.output
+    assert "Only in OLD: c." in result.output and "Only in NEW: rust." in result.output
+
+
+def test_missing_blocks_and_nulls_never_crash(tmp_path):
+    odd = {"name": "odd", "status": "ok",
+           "handshake_ms": {"n": 3, "samples": [None, "x", True, 1.0]},
+           "phases_ms": {"first_byte": None, "tools_list": {"samples": None}},
+           "modern_ms": {"discover": 5}, "round_trip_ms": [1, 2],
+           "memory": {"idle_rss_bytes": None, "peak_rss_bytes_payload": "big"},
+           "footprint": None}
+    bare = {"name": "odd"}  # no status, no blocks
+    for old, new in ((odd, server("odd")), (server("odd"), odd), (bare, odd), (odd, bare)):
+        result = run_compare(tmp_path, results(old), results(new), "--format", "plain")
+        assert result.exit_code in (0, 1), result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    rows = compare(results(odd), results(odd)).rows
+    # only the one valid sample (1.0) each side: tested, "too few runs"
+    assert [(r.metric, r.n_old, r.verdict) for r in rows] == [("handshake_ms", 1, "too few runs")]
+
+
+def test_bad_input_exits_2(tmp_path):
+    good = write(tmp_path / "good.json", results(server("go")))
+    assert CliRunner().invoke(main, ["compare", good, str(tmp_path / "none.json")]).exit_code == 2
+    (tmp_path / "bad.json").write_text("{not json")
+    assert CliRunner().invoke(main, ["compare", str(tmp_path / "bad.json"), good]).exit_code == 2
+    other = write(tmp_path / "other.json", {"schema": "other/1", "servers": []})
+    assert CliRunner().invoke(main, ["compare", good, other]).exit_code == 2
+    toml = CliRunner().invoke(main, ["compare", str(tmp_path / "good.toml"), good])
+    assert toml.exit_code == 2 and "TOML copy" in toml.output
+    assert CliRunner().invoke(main, ["compare", good, good, "--format", "nope"]).exit_code == 2
+    assert CliRunner().invoke(main, ["compare", good, good, "--alpha", "0"]).exit_code == 2
+
+
+def test_help_explains_exit_1_and_ends_with_an_example():
+    text = CliRunner().invoke(main, ["compare", "--help"]).output
+    assert "Exit status: 1 a regression" in text
+    assert text.rstrip().splitlines()[-1].strip().startswith("mcpstart compare ")
+
+
+@pytest.mark.parametrize("fmt", ["github", "plain", "grid"])
+def test_other_formats(tmp_path, fmt):
+    result = run_compare(tmp_path, results(server("go")), results(server("go", scale=2.0)),
+                         "--format", fmt)
+    assert result.exit_code == 1
+    assert "handshake_ms" in result.output and "20.20 ms" in result.output
+    assert ("**regression**" in result.output) == (fmt == "github")
