@@ -1,0 +1,387 @@
+"""The stdio transport's process side: spawn a server with three pipes and move bytes, all on
+the calling thread.
+
+Everything that can be done before the clock starts is done in ``prepare`` (resolve the
+executable against the child's PATH, build the environment, make the pipes); ``start`` takes
+the clock, calls ``os.posix_spawn`` and writes the first message at once. ``poll`` then waits
+on stdout, stderr, stdin (while output is pending) and the process's pidfd together and
+stamps each stdout line with ``time.perf_counter_ns()`` taken right after the read that
+completed it. No thread touches the pipes, so an arrival is stamped when it became readable,
+not when a thread got to it. Framing is newline-delimited, as the MCP specification's stdio
+transport prescribes (2025-11-25 and 2026-07-28, "Transports: stdio").
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import select
+import shutil
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+READ_CHUNK = 1 << 20
+MAX_LINE_BYTES = 256 << 20
+"""Longest stdout line mcpstart buffers; a server that writes more without a newline fails."""
+STDERR_TAIL_BYTES = 2000
+
+
+class SpawnError(OSError):
+    """The program cannot be started (not found, not executable, no such working directory)."""
+
+
+class LineTooLong(Exception):
+    """The server wrote more than MAX_LINE_BYTES on stdout without a newline."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """Exactly what is spawned: ``argv`` (no shell), ``cwd`` (None: mcpstart's), ``env``, the
+    variables set on top of the base environment, and ``base_env``: None to inherit mcpstart's
+    environment (as most editors do), else exactly that mapping (a client that passes a reduced
+    environment)."""
+
+    argv: list[str]
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    base_env: dict[str, str] | None = None
+
+    def environment(self) -> dict[str, str]:
+        """The complete environment the server gets."""
+        return {**(os.environ if self.base_env is None else self.base_env), **self.env}
+
+    def record(self) -> dict:
+        """The results-file form: ``{argv, cwd, env_keys}``; env values are never stored."""
+        return {"argv": list(self.argv), "cwd": self.cwd, "env_keys": sorted(self.env)}
+
+
+@dataclass
+class Line:
+    """One newline-terminated line read from the server's stdout.
+
+    ``data`` excludes the line end; ``at_ns`` is ``time.perf_counter_ns()`` right after the
+    read that completed the line; ``crlf`` is True when the line ended in CRLF.
+    """
+
+    data: bytes
+    at_ns: int
+    crlf: bool
+
+
+@dataclass
+class Prepared:
+    """A spawn made ready before the clock: the resolved executable, argv, environment, working
+    directory and the pipes (parent ends and child ends)."""
+
+    path: str
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    child_fds: tuple[int, int, int]
+    parent_fds: tuple[int, int, int]
+
+
+def _high_fd(fd: int) -> int:
+    """``fd`` moved to 3 or above (close-on-exec), so dup2 onto 0-2 in the child always works."""
+    if fd > 2:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
+
+
+def prepare(command: Command) -> Prepared:
+    """Do everything of a spawn that can be done before the clock starts.
+
+    Raises:
+        SpawnError: the working directory does not exist, or argv[0] is not found on the
+            child's PATH (or, when it names a path, is not an executable file).
+    """
+    cwd = command.cwd
+    if cwd is not None and not os.path.isdir(cwd):
+        raise SpawnError(errno.ENOENT, f"working directory {cwd} does not exist")
+    env = command.environment()
+    program = command.argv[0]
+    if os.sep in program:
+        path = os.path.join(cwd or os.getcwd(), program)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise SpawnError(errno.ENOENT, f"cannot start {program!r}: no executable file "
+                                           f"at {path}")
+    else:
+        found = shutil.which(program, path=env.get("PATH", os.defpath))
+        if found is None:
+            raise SpawnError(errno.ENOENT, f"cannot start {program!r}: not found on the "
+                                           "server's PATH")
+        path = os.path.join(cwd or os.getcwd(), found)
+    stdin_r, stdin_w = (_high_fd(fd) for fd in os.pipe())
+    stdout_r, stdout_w = (_high_fd(fd) for fd in os.pipe())
+    stderr_r, stderr_w = (_high_fd(fd) for fd in os.pipe())
+    for fd in (stdin_w, stdout_r, stderr_r):
+        os.set_blocking(fd, False)
+    return Prepared(path, list(command.argv), env, cwd, (stdin_r, stdout_w, stderr_w),
+                    (stdin_w, stdout_r, stderr_r))
+
+
+class Transport:
+    """A spawned server and the parent's ends of its pipes. Use ``Transport.start``; finish
+    with ``close()``. Not thread-safe: one thread polls (by design, see the module doc).
+
+    Attributes:
+        pid: the spawned process (leader of its own session and process group).
+        t0_ns: ``time.perf_counter_ns()`` taken just before ``os.posix_spawn``.
+        first_byte_ns: when the first stdout byte was read, or None.
+        stdout_bytes: bytes read from stdout so far.
+        stdout_eof_ns: when stdout reached EOF, or None.
+        exited_ns: when the pidfd said the spawned process exited, or None.
+        exited_before_stdout: True when the spawned process exited while stdout stayed open
+            (held by its descendants: a launcher), False when both ended together, None
+            while it runs.
+    """
+
+    def __init__(self, prepared: Prepared, pid: int, t0_ns: int):
+        self.pid = pid
+        self.t0_ns = t0_ns
+        self.first_byte_ns: int | None = None
+        self.stdout_bytes = 0
+        self.stdout_eof_ns: int | None = None
+        self.exited_ns: int | None = None
+        self.exited_before_stdout: bool | None = None
+        self._stdin, self._stdout, self._stderr = prepared.parent_fds
+        self._pending_out = bytearray()
+        self._stdin_close_requested = False
+        self._partial = bytearray()
+        self._stderr_tail: deque[bytes] = deque()
+        self._stderr_kept = 0
+        self._stderr_open = True
+        try:
+            self.pidfd: int | None = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    @classmethod
+    def start(cls, prepared: Prepared, first_message: bytes | None = None) -> "Transport":
+        """Take the clock, spawn, and write ``first_message`` right after the spawn.
+
+        The child runs in a new session (hence a new process group), with SIGPIPE and SIGXFSZ
+        back at their defaults (Python ignores them, and ignored signals survive exec).
+
+        Raises:
+            SpawnError: ``posix_spawn`` failed.
+        """
+        previous = None
+        if prepared.cwd is not None:  # posix_spawn has no chdir: switch around the spawn
+            previous = os.getcwd()
+            os.chdir(prepared.cwd)
+        child = prepared.child_fds
+        actions = [(os.POSIX_SPAWN_DUP2, child[0], 0), (os.POSIX_SPAWN_DUP2, child[1], 1),
+                   (os.POSIX_SPAWN_DUP2, child[2], 2)]
+        t0 = time.perf_counter_ns()
+        try:
+            pid = os.posix_spawn(prepared.path, prepared.argv, prepared.env,
+                                 file_actions=actions, setsid=True,
+                                 setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+        except OSError as err:
+            for fd in (*child, *prepared.parent_fds):
+                os.close(fd)
+            raise SpawnError(err.errno, f"cannot start {prepared.argv[0]!r}: "
+                                        f"{err.strerror or err}") from err
+        finally:
+            if previous is not None:
+                os.chdir(previous)
+        written = 0
+        if first_message:  # at once: nothing else happens between the spawn and this write
+            try:
+                written = os.write(prepared.parent_fds[0], first_message)
+            except (BlockingIOError, BrokenPipeError):
+                pass
+        transport = cls(prepared, pid, t0)
+        if first_message:
+            transport.send(first_message[written:])
+        for fd in child:
+            os.close(fd)
+        return transport
+
+    # ----- writing ---------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        """Queue ``data`` for the server's stdin and write as much as the pipe takes now; the
+        rest goes out during later ``poll`` calls. Dropped silently once stdin is closed."""
+        if self._stdin < 0 or self._stdin_close_requested:
+            return
+        self._pending_out += data
+        self._flush()
+
+    @property
+    def writing(self) -> bool:
+        """True while queued stdin bytes have not all been written."""
+        return bool(self._pending_out) and self._stdin >= 0
+
+    def _flush(self) -> None:
+        while self._pending_out:
+            try:
+                written = os.write(self._stdin, self._pending_out)
+            except BlockingIOError:
+                return
+            except OSError:  # EPIPE: the server closed stdin or exited
+                self._pending_out.clear()
+                break
+            del self._pending_out[:written]
+        if self._stdin_close_requested:
+            self._close_stdin_now()
+
+    def close_stdin(self) -> None:
+        """Close the server's stdin once the queued bytes are written (EOF for the server)."""
+        self._stdin_close_requested = True
+        self._flush()
+
+    def _close_stdin_now(self) -> None:
+        if self._stdin >= 0:
+            os.close(self._stdin)
+            self._stdin = -1
+            self._pending_out.clear()
+
+    @property
+    def stdin_closed(self) -> bool:
+        """True once stdin is closed or closing was asked for."""
+        return self._stdin_close_requested
+
+    # ----- reading ---------------------------------------------------------------------
+    @property
+    def stdout_open(self) -> bool:
+        """False once stdout reached EOF."""
+        return self._stdout >= 0
+
+    def poll(self, timeout_s: float) -> list[Line]:
+        """Serve the pipes for at most ``timeout_s`` seconds, returning as soon as one or more
+        complete stdout lines arrived, stdout reached EOF, or the spawned process exited.
+        stderr is drained into a tail and pending stdin bytes are written meanwhile.
+
+        Raises:
+            LineTooLong: more than MAX_LINE_BYTES on stdout without a newline.
+        """
+        deadline = time.monotonic() + max(timeout_s, 0)
+        poller = select.poll()
+        while True:
+            fds = self._register(poller)
+            if not fds:
+                return []
+            remaining = deadline - time.monotonic()
+            events = poller.poll(max(remaining, 0) * 1000)
+            lines: list[Line] = []
+            stop = False
+            for fd, event in events:
+                if fd == self._stdout:
+                    lines += self._read_stdout()
+                    stop = stop or self._stdout < 0
+                elif fd == self._stderr:
+                    self._read_stderr()
+                elif fd == self._stdin:
+                    if event & (select.POLLERR | select.POLLHUP):
+                        self._close_stdin_now()
+                    else:
+                        self._flush()
+                elif fd == self.pidfd and self.exited_ns is None:
+                    self.exited_ns = time.perf_counter_ns()
+                    stop = True
+            if self.exited_ns is not None and self.exited_before_stdout is None:
+                self.exited_before_stdout = self._stdout >= 0
+            for fd in fds:
+                poller.unregister(fd)
+            if lines or stop or time.monotonic() >= deadline:
+                return lines
+
+    def _register(self, poller: select.poll) -> list[int]:
+        fds = []
+        for fd, mask in ((self._stdout, select.POLLIN), (self._stderr, select.POLLIN),
+                         (self._stdin if self._pending_out else -1, select.POLLOUT),
+                         (self.pidfd if self.exited_ns is None and self.pidfd is not None
+                          else -1, select.POLLIN)):
+            if fd is not None and fd >= 0 and (fd != self._stderr or self._stderr_open):
+                poller.register(fd, mask)
+                fds.append(fd)
+        return fds
+
+    def _read_stdout(self) -> list[Line]:
+        try:
+            chunk = os.read(self._stdout, READ_CHUNK)
+        except BlockingIOError:
+            return []
+        now = time.perf_counter_ns()
+        if not chunk:
+            os.close(self._stdout)
+            self._stdout = -1
+            self.stdout_eof_ns = now
+            if self._partial:  # an unterminated last line still tells what the server wrote
+                data, self._partial = bytes(self._partial), bytearray()
+                return [Line(data, now, False)]
+            return []
+        if self.first_byte_ns is None:
+            self.first_byte_ns = now
+        self.stdout_bytes += len(chunk)
+        lines = []
+        start = 0
+        newline = chunk.find(b"\n")
+        while newline != -1:
+            if self._partial:
+                self._partial += chunk[start:newline]
+                raw, self._partial = bytes(self._partial), bytearray()
+            else:
+                raw = chunk[start:newline]
+            crlf = raw.endswith(b"\r")
+            lines.append(Line(raw[:-1] if crlf else raw, now, crlf))
+            start = newline + 1
+            newline = chunk.find(b"\n", start)
+        self._partial += chunk[start:]
+        if len(self._partial) > MAX_LINE_BYTES:
+            self._partial = bytearray()
+            raise LineTooLong(f"the server wrote more than {MAX_LINE_BYTES >> 20} MiB on stdout "
+                              "without a newline; the stdio transport frames each message as "
+                              "one line")
+        return lines
+
+    def _read_stderr(self) -> None:
+        try:
+            chunk = os.read(self._stderr, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self._stderr_open = False
+            return
+        self._stderr_tail.append(chunk)
+        self._stderr_kept += len(chunk)
+        while self._stderr_kept - len(self._stderr_tail[0]) >= STDERR_TAIL_BYTES:
+            self._stderr_kept -= len(self._stderr_tail.popleft())
+
+    def read_fds(self) -> list[int]:
+        """The stdout and stderr ends still open, for a caller that polls them with others."""
+        return [fd for fd in (self._stdout, self._stderr if self._stderr_open else -1) if fd >= 0]
+
+    def drain(self) -> None:
+        """Read whatever stdout and stderr hold now, dropping stdout lines (at shutdown)."""
+        for fd in self.read_fds():
+            if fd == self._stdout:
+                try:
+                    self._read_stdout()
+                except LineTooLong:
+                    pass
+            else:
+                self._read_stderr()
+
+    def stderr_tail(self) -> str:
+        """The last ~2000 bytes the server wrote to stderr, decoded leniently."""
+        text = b"".join(self._stderr_tail)[-STDERR_TAIL_BYTES:]
+        return text.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        """Close every pipe end and the pidfd (the process itself is the caller's business)."""
+        self._close_stdin_now()
+        for name in ("_stdout", "_stderr"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None

@@ -1,0 +1,253 @@
+"""The server's processes, as ../shared/design.md defines them ("The server's processes"): the
+spawned process; every process in the session or process group mcpstart made for it; every
+process ever seen as its descendant (identified by pid and start time, so a reused pid is
+not confused); and, when mcpstart is a child subreaper, every process adopted by mcpstart
+that started after the spawn and is not a plain fork of mcpstart itself. Nothing else is
+ever signalled, reaped or counted, so mcpstart used as a library inside a program with
+children of its own leaves them alone.
+
+Each member is watched through a pidfd (Linux >= 5.3), which becomes readable the moment the
+process exits; exits are therefore timed to the wake-up of one ``poll`` (microseconds).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import time
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_GET_CHILD_SUBREAPER = 37
+RESCAN_S = 0.05
+"""How often a wait for the processes to exit looks for new ones (forked meanwhile)."""
+
+_SPAWNED: set[int] = set()
+"""Pids of the processes mcpstart spawned as servers: none is ever "adopted" by another."""
+
+
+def _prctl(option: int, arg) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``), so a
+    server's process that leaves its parent is still found. The CLI does this; a program
+    using mcpstart as a library opts in. Returns False where the OS has no such thing."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def is_subreaper() -> bool:
+    """True when this process is a child subreaper (Linux ``PR_GET_CHILD_SUBREAPER``)."""
+    flag = ctypes.c_int(0)
+    return _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and bool(flag.value)
+
+
+def _quietly(read, default):
+    """``read()``, or ``default`` for a process that has exited meanwhile (a zombie has no
+    command line)."""
+    try:
+        return read()
+    except psutil.Error:
+        return default
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+class ProcessSet:
+    """The processes of one server, with a pidfd on each.
+
+    Attributes:
+        leader: pid of the spawned process (also its session id and process group id).
+        members: pid -> psutil.Process of the members not known to have exited, in the
+            order found (the spawned process first).
+        exited: pid -> ``{"pid", "name", "cmdline", "exit_code", "ru_maxrss_bytes"}`` of
+            members seen exiting; exit_code and ru_maxrss (``os.wait4``) only for those
+            mcpstart reaped itself (its children), else None.
+        left_group: pids of members seen outside the server's process group.
+    """
+
+    def __init__(self, leader: int):
+        self.leader = leader
+        self.spawned_at = None  # the leader's start time, in psutil's clock (adoption cut-off)
+        self.members: dict[int, psutil.Process] = {}
+        self.exited: dict[int, dict] = {}
+        self.left_group: set[int] = set()
+        self._pidfds: dict[int, int] = {}
+        self._info: dict[int, dict] = {}
+        self._gone: set[tuple[int, float]] = set()
+        self._subreaper = is_subreaper()
+        _SPAWNED.add(leader)
+        try:
+            proc = psutil.Process(leader)
+            self.spawned_at = proc.create_time()
+            self._add(proc, leader=True)
+        except psutil.NoSuchProcess:
+            pass
+
+    # ----- membership ----------------------------------------------------------------
+    def scan(self) -> list[psutil.Process]:
+        """Look at every process on the machine once and add the server's new ones.
+        Returns the live members (``alive()``)."""
+        me, my_sid = os.getpid(), os.getsid(0)
+        others = []
+        for proc in psutil.process_iter(["ppid"]):
+            pid, ppid = proc.pid, proc.info["ppid"]
+            if pid in self.members or pid == me:
+                continue
+            try:
+                sid, pgid = os.getsid(pid), os.getpgid(pid)
+            except OSError:
+                continue
+            if sid == self.leader or pgid == self.leader:
+                self._add(proc)
+            elif (self._subreaper and ppid == me and pid not in _SPAWNED and sid != my_sid
+                  and self._started_after_spawn(proc)):
+                self._add(proc)
+            else:
+                others.append(proc)
+        grew = True
+        while grew:  # descendants of members, however deep, in whatever order listed
+            grew = False
+            for proc in list(others):
+                if proc.info["ppid"] in self.members:
+                    self._add(proc)
+                    others.remove(proc)
+                    grew = True
+        return self.alive()
+
+    def _started_after_spawn(self, proc: psutil.Process) -> bool:
+        try:  # both start times in the same clock (boot time plus jiffies)
+            return self.spawned_at is not None and proc.create_time() >= self.spawned_at
+        except psutil.Error:
+            return False
+
+    def _add(self, proc: psutil.Process, leader: bool = False) -> None:
+        """Watch ``proc``; a zombie is left out, except the leader, which mcpstart must reap."""
+        try:
+            key = (proc.pid, proc.create_time())
+            if key in self._gone or (not leader and proc.status() == psutil.STATUS_ZOMBIE):
+                return
+            fd = os.pidfd_open(proc.pid)
+        except (psutil.Error, OSError):
+            return
+        if not proc.is_running():  # the pid was reused between the two looks
+            os.close(fd)
+            return
+        self._info[proc.pid] = {"pid": proc.pid, "name": _quietly(proc.name, ""),
+                                "cmdline": _quietly(proc.cmdline, [])}
+        self.members[proc.pid] = proc
+        self._pidfds[proc.pid] = fd
+
+    def alive(self) -> list[psutil.Process]:
+        """Members still running, in the order found; exits are collected first."""
+        self._collect_exits(0)
+        for pid in self.members:
+            if pid != self.leader and _pgid(pid) != self.leader:
+                self.left_group.add(pid)
+        return list(self.members.values())
+
+    def info(self, pid: int) -> dict:
+        """``{pid, name, cmdline}`` of a member as it was when found."""
+        return self._info[pid]
+
+    # ----- exits -----------------------------------------------------------------------
+    def _collect_exits(self, timeout_s: float, pipes=None) -> int | None:
+        """Poll the pidfds for up to ``timeout_s``; retire members that exited (reaping
+        mcpstart's own children with ``os.wait4``). ``pipes`` (a Transport) is drained
+        meanwhile, so a server that writes while it exits never blocks. Returns the wake-up
+        time when a member exited, else None."""
+        deadline = time.monotonic() + timeout_s
+        while self._pidfds:
+            poller = select.poll()
+            for fd in self._pidfds.values():
+                poller.register(fd, select.POLLIN)
+            read_fds = pipes.read_fds() if pipes is not None else []
+            for fd in read_fds:
+                poller.register(fd, select.POLLIN)
+            events = poller.poll(max(deadline - time.monotonic(), 0) * 1000)
+            now = time.perf_counter_ns()
+            ready = {fd for fd, _ in events}
+            if ready & set(read_fds):
+                pipes.drain()
+            exited = [pid for pid, fd in self._pidfds.items() if fd in ready]
+            for pid in exited:
+                self._retire(pid)
+            if exited:
+                return now
+            if time.monotonic() >= deadline:
+                return None
+        return None
+
+    def _retire(self, pid: int) -> None:
+        proc = self.members.pop(pid)
+        os.close(self._pidfds.pop(pid))
+        record = {**self._info[pid], "exit_code": None, "ru_maxrss_bytes": None}
+        try:
+            self._gone.add((pid, proc.create_time()))
+        except psutil.Error:
+            pass
+        try:
+            done, status, usage = os.wait4(pid, os.WNOHANG)
+            if done:
+                record["exit_code"] = os.waitstatus_to_exitcode(status)
+                record["ru_maxrss_bytes"] = usage.ru_maxrss * 1024  # Linux: KiB
+        except ChildProcessError:  # not mcpstart's child: its parent reaps it
+            pass
+        self.exited[pid] = record
+
+    def wait_gone(self, timeout_s: float, pipes=None) -> int | None:
+        """Wait until no member is left, looking for new members every RESCAN_S; ``pipes``
+        as for ``_collect_exits``.
+
+        Returns:
+            ``time.perf_counter_ns()`` at the wake-up that saw the last member exit (or
+            now, when none was left to begin with), or None when some were still running
+            after ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        last = time.perf_counter_ns()
+        while True:
+            if not self.members and not self.scan():
+                return last
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            woke = self._collect_exits(min(remaining, RESCAN_S), pipes)
+            if woke is not None:
+                last = woke
+            elif self.members:
+                self.scan()
+
+    # ----- signals ---------------------------------------------------------------------
+    def signal(self, sig: int) -> None:
+        """Send ``sig`` to the process group mcpstart made (while a member belongs to it)
+        and to each live member outside it; nothing else is signalled."""
+        alive = self.alive()
+        outside = [p for p in alive if _pgid(p.pid) != self.leader]
+        if len(outside) < len(alive):
+            try:
+                os.killpg(self.leader, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for proc in outside:
+            try:
+                proc.send_signal(sig)  # psutil checks the pid still names the same process
+            except psutil.Error:
+                pass
+
+    def close(self) -> None:
+        """Close the pidfds of members still listed (after a final kill) and forget them."""
+        for pid in list(self.members):
+            self._retire(pid)
+        _SPAWNED.discard(self.leader)
