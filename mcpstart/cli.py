@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import signal
 import sys
 from pathlib import Path
@@ -12,6 +13,10 @@ from pathlib import Path
 import click
 
 from . import __version__, defaults
+from .redact import redact
+
+CLIENT_CHOICES = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
+"""The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 
 
 
@@ -126,21 +131,25 @@ def _cache(option: str | None) -> Path:
     return root
 
 
-def _recipes(folder: str, names: tuple[str, ...]):
+def _recipe_folder(option: str | None) -> Path:
+    folder = Path(option or "build-recipes")
+    if not folder.is_dir():
+        raise InputError(f"no recipe folder {str(folder)!r}: run mcpstart from its checkout, or "
+                         "pass --recipes DIR")
+    return folder
+
+
+def _recipes(folder: str | None, names: tuple[str, ...]):
     from .targets.recipes import RecipeError, load_recipes
 
-    if not Path(folder).is_dir():
-        raise InputError(f"no recipe folder {folder!r}: run mcpstart from its checkout, or pass "
-                         "--recipes DIR")
     try:
-        return load_recipes(Path(folder), list(names) or None)
+        return load_recipes(_recipe_folder(folder), list(names) or None)
     except RecipeError as err:
         raise InputError(str(err)) from err
 
 
 recipes_option = click.option(
-    "--recipes", "recipes_dir", default="build-recipes", show_default=True,
-    type=click.Path(file_okay=False),
+    "--recipes", "recipes_dir", type=click.Path(file_okay=False),
     help="Folder of build recipes (<name>.toml); a recipe's `source` is relative to this "
          "folder's parent (the checkout).")
 cache_option = click.option(
@@ -173,6 +182,90 @@ def main() -> None:
     """
 
 
+def _tool_call(name: str | None, args: str | None):
+    """--call and --args as a probes.ToolCall (None: the default, reverse_text)."""
+    import json
+
+    from .measure.probes import PAYLOAD_MARK, ToolCall
+
+    if args is not None and name is None:
+        raise click.UsageError("--args needs --call TOOL")
+    if name is None:
+        return None
+    if args is None:
+        return ToolCall(name)
+    try:
+        arguments = json.loads(args)
+    except ValueError as err:
+        raise click.BadParameter(f"not JSON: {err}", param_hint="--args") from err
+    if not isinstance(arguments, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+    if PAYLOAD_MARK not in json.dumps(arguments):
+        raise click.BadParameter(f'no "{PAYLOAD_MARK}" in any string value: nothing would '
+                                 "carry the payload", param_hint="--args")
+    return ToolCall(name, arguments)
+
+
+def _budget(ctx, param, value: str | None) -> list[float] | None:
+    if value is None:
+        return None
+    try:
+        limits = sorted({float(v) for v in value.split(",") if v.strip()})
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a list of seconds, e.g. 10,30,60", ctx, param)
+    if not limits or not all(math.isfinite(v) and v > 0 for v in limits):
+        raise click.BadParameter(f"{value!r}: give positive seconds, e.g. 10,30,60", ctx, param)
+    return limits
+
+
+def _plan(command, server_specs, configs, client, name, cwd, only, floor, recipes_dir):
+    from .targets.plan import PlanError, make_plan
+
+    try:
+        return make_plan(command, server_specs, configs, client, name, cwd, only, floor,
+                         Path(recipes_dir or "build-recipes"))
+    except PlanError as err:
+        raise InputError(str(err)) from err
+
+
+def _servers(plan, settings, rebuild, cache_dir, require_all):
+    from .measure.run import servers_for
+
+    cache = _cache(cache_dir) if plan.recipes else None
+    return servers_for(plan, settings, cache, rebuild, require_all, _progress)
+
+
+def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budget) -> None:
+    from .measure.run import measure as measure_all
+    from .redact import secrets_of
+    from .results import Results
+    from .views.table import table
+
+    secrets = secrets_of([*plan.secrets, *settings.env.values()])
+    write_error: list[OSError] = []  # the last rewrite's failure, if it failed
+
+    def rewrite(results) -> None:
+        results.secrets = secrets
+        write_error.clear()
+        try:
+            results.save(output)
+        except OSError as err:
+            write_error.append(err)
+            _progress(f"cannot write {output}: {err.strerror or err} (measuring goes on)")
+
+    for note in plan.notes:
+        _progress(note)
+    results = measure_all(servers, settings, _redacted_argv(), toolchains,
+                          lambda text: _progress(redact(text, secrets)), rewrite)
+    results.secrets = secrets
+    click.echo(table(Results.from_dict(results.to_dict()), tablefmt))
+    if write_error:
+        raise InputError(f"cannot write the results file {output}: "
+                         f"{write_error[0].strerror or write_error[0]}")
+    _progress(f"results written to {output} and {output.with_suffix('.toml')}")
+    sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
+
+
 @main.command(short_help="Build the reference servers (cached; only what changed).")
 @click.argument("names", nargs=-1)
 @click.option("--rebuild", is_flag=True, help="Build even when an up-to-date build exists.")
@@ -185,12 +278,17 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
     A build is cached under a hash of its recipe, its source files and its toolchain
     versions: a second build with nothing changed does no work. A missing toolchain
     skips that server; a failed build prints its log's tail; the others go on.
-    """
-    from .measure.run import build_all
 
-    builds = build_all(_recipes(recipes_dir, names), _cache(cache_dir), rebuild, _progress)
+    \b
+    Example:
+      mcpstart build --rebuild rust go
+    """
+    from .targets.build import ensure_built
+
+    cache = _cache(cache_dir)
     failed = False
-    for item in builds:
+    for recipe in _recipes(recipes_dir, names):
+        item = ensure_built(recipe, cache, rebuild, _progress)
         if item.status == "skipped":
             click.echo(f"{item.recipe.name}: skipped: {item.reason}")
             failed |= require_all
@@ -202,13 +300,20 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
     sys.exit(1 if failed else 0)
 
 
-@main.command(short_help="Build what is stale, measure each server, print a table.")
+@main.command(short_help="Build what is stale, measure each server, print a table.",
+              context_settings={"allow_interspersed_args": False},
+              epilog="\b\nExamples:\n"
+                     "  mcpstart measure --runs 6 > table.md       # the reference servers\n"
+                     "  mcpstart measure -- npx -y @modelcontextprotocol/server-memory\n"
+                     "  mcpstart measure --server time='uvx mcp-server-time' --floor\n"
+                     "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60")
 @click.option("--runs", default=defaults.RUNS, show_default=True, type=click.IntRange(min=1),
               help="Counted cold starts per server.")
 @click.option("--warmup", default=defaults.WARMUP, show_default=True, type=click.IntRange(min=0),
               help="Warm-up cold starts per server, recorded but left out of the statistics.")
 @click.option("--only", multiple=True, metavar="NAME",
-              help="Measure only this server (a recipe name); repeatable.")
+              help="Measure only this server (a recipe, --server, --name or config name); "
+                   "repeatable.")
 @click.option("--output", "-o", default=defaults.OUTPUT, show_default=True,
               type=click.Path(dir_okay=False), callback=_writable_output,
               help="Results file (JSON); a TOML copy with the same stem is written beside it.")
@@ -220,55 +325,89 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
               help="Protocol revision requested in initialize; a server may answer with "
                    "another it supports (the table shows what was negotiated).")
 @click.option("--payload-bytes", default=defaults.PAYLOAD_BYTES, show_default=True,
-              type=click.IntRange(min=1), help="Size of the large reverse_text argument.")
+              type=click.IntRange(min=1), help="Size of the large tool call's payload text.")
+@click.option("--call", "call_tool", metavar="TOOL",
+              help="Tool to call under load (default: reverse_text where the server has it).")
+@click.option("--args", "call_args", metavar="JSON",
+              help='Arguments of --call as a JSON object; the string "{payload}" inside any '
+                   'string value becomes the payload text. Default: {"text": "{payload}"}.')
 @click.option("--env", "env", multiple=True, callback=_env_pairs, metavar="KEY=VALUE",
-              help="Set a variable for every server (value is not stored); repeatable.")
+              help="Set a variable for every server (value is never shown or stored); "
+                   "repeatable.")
+@click.option("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
+              help="Measure this command (split like a shell, run without one); repeatable.")
+@click.option("--config", "configs", multiple=True, type=click.Path(dir_okay=False),
+              help="Measure every stdio server of an editor's MCP config (Claude Desktop, "
+                   "Claude Code, Cursor, VS Code, Windsurf, Zed, Codex); repeatable.")
+@click.option("--client", type=click.Choice(CLIENT_CHOICES),
+              help="The config's client, when its file name and content do not tell.")
+@click.option("--name", help="Name of the server given after --.")
+@click.option("--cwd", type=click.Path(file_okay=False),
+              help="Working directory of the servers given by -- and --server.")
+@click.option("--floor", is_flag=True,
+              help="Also measure the C floor server (the least any server can score).")
+@click.option("--pause-ms", default=defaults.PAUSE_MS, show_default=True, callback=_finite,
+              type=click.FloatRange(min=0),
+              help="Idle pause before every timed spawn, after the previous run is reaped.")
+@click.option("--order", type=click.Choice(["interleave", "sequential"]),
+              help="Cold starts in rounds, one run of each server per round, shuffled per "
+                   "round (interleave; default for several servers), or one server after "
+                   "another (sequential).")
+@click.option("--seed", type=click.IntRange(min=0),
+              help="Seed of the per-round shuffle (default: random, recorded).")
+@click.option("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
+              show_default=True,
+              help="warm: the server's files stay in the page cache; cold: they are evicted "
+                   "before every cold start (no root needed).")
+@click.option("--round-trips", default=defaults.ROUND_TRIPS, show_default=True,
+              type=click.IntRange(min=0), help="Small calls on one warm session (0: none).")
+@click.option("--probe-timeout", default=defaults.PROBE_TIMEOUT_S, show_default=True,
+              callback=_finite, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds each revision-matrix probe may take.")
+@click.option("--budget", callback=_budget, metavar="SECONDS,...",
+              help="Startup limits to judge an all-at-once start against (default when "
+                   "several servers come from --config or --server: 10,30,60).")
 @click.option("--rebuild", is_flag=True, help="Rebuild the servers before measuring.")
 @recipes_option
 @cache_option
 @require_all_option
 @format_option
-def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes, env, rebuild,
-            recipes_dir, cache_dir, require_all, tablefmt) -> None:
-    """Build what is stale, measure every reference server one at a time, print a table.
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes, call_tool,
+            call_args, env, server_specs, configs, client, name, cwd, floor, pause_ms, order,
+            seed, cache_state, round_trips, probe_timeout, budget, rebuild, recipes_dir,
+            cache_dir, require_all, tablefmt, command) -> None:
+    """Measure MCP servers: the reference set (every recipe, built first when stale), or
+    the servers named by -- COMMAND, --server and --config.
 
-    For each server: WARMUP + RUNS cold starts timed from just before spawn to the
-    complete initialize response; then one session that lists tools, reads idle
-    memory, calls reverse_text with a large payload (peak memory, round trip, exact
-    check) and shuts down as the spec says (stdin EOF, SIGTERM, SIGKILL).
+    For each server: the revision matrix (server/discover and initialize per revision,
+    each in its own process); WARMUP + RUNS cold starts (spawn to the initialize answer,
+    with the phases first byte, tools/list and first tool call; and the modern-era cold
+    starts where the server speaks 2026-07-28); then one session that lists the tools,
+    reads idle memory once it settles, times warm round trips, calls a tool with a large
+    payload (round trip, then peak memory) and shuts down as the spec says.
 
     The table goes to stdout, progress to stderr. Every raw sample and the machine's
-    metadata go to the results file, rewritten after each server.
+    metadata go to the results file, rewritten after every round and every server.
 
     \b
     Exit status: 0 all measured or skipped; 1 a server failed (the table says why);
     2 bad input; 128+N stopped by signal N (the server being measured is shut down
-    first; rows already measured stay in the results file).
+    first; what was measured stays in the results file).
     """
-    from .measure.run import Settings, build_all, measure_builds
-    from .views.table import table
+    from .measure.settings import Settings
+    from .stdio.tree import become_subreaper
 
-    recipes = _recipes(recipes_dir, only)
+    call = _tool_call(call_tool, call_args)
     settings = Settings(runs=runs, warmup=warmup, timeout_s=timeout, payload_bytes=payload_bytes,
-                        requested_revision=protocol_version, env=env)
-    write_error: list[OSError] = []  # the last rewrite's failure, if it failed
-
-    def rewrite(results) -> None:
-        write_error.clear()
-        try:
-            results.save(output)
-        except OSError as err:
-            write_error.append(err)
-            _progress(f"cannot write {output}: {err.strerror or err} (measuring goes on)")
-
-    builds = build_all(recipes, _cache(cache_dir), rebuild, _progress)
-    results = measure_builds(builds, settings, _redacted_argv(), require_all, _progress, rewrite)
-    click.echo(table(results, tablefmt))
-    if write_error:
-        raise InputError(f"cannot write the results file {output}: "
-                         f"{write_error[0].strerror or write_error[0]}")
-    _progress(f"results written to {output} and {output.with_suffix('.toml')}")
-    sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
+                        requested_revision=protocol_version, env=env, pause_ms=pause_ms,
+                        order=order, seed=seed if seed is not None else random.randrange(2**32),
+                        cache_state=cache_state, round_trips=round_trips,
+                        probe_timeout_s=probe_timeout, call=call)
+    plan = _plan(command, server_specs, configs, client, name, cwd, only, floor, recipes_dir)
+    become_subreaper()
+    servers, toolchains = _servers(plan, settings, rebuild, cache_dir, require_all)
+    _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budget)
 
 
 @main.command(short_help="Print the table of a results file again.")

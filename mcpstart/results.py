@@ -9,6 +9,8 @@ import stat
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from .redact import redact
+
 SCHEMA = "mcpstart/1"
 
 
@@ -28,9 +30,14 @@ class ServerResult:
     sdk_version: str | None = None
     status: str = "ok"
     reason: str | None = None
+    not_measured: dict = field(default_factory=dict)
+    server_info: dict | None = None
+    server_capabilities: dict | None = None
     command: dict | None = None
     handshake_ms: dict | None = None
     phases_ms: dict | None = None
+    modern_ms: dict | None = None
+    round_trip_ms: dict | None = None
     memory: dict | None = None
     payload: dict | None = None
     tools: dict | None = None
@@ -43,9 +50,17 @@ class ServerResult:
     def fail(self, reason: str) -> None:
         """Mark the row failed; the first cause wins, later ones become warnings."""
         if self.status == "failed":
-            self.warnings.append(reason)
+            self.warn("failure", reason)
         else:
             self.status, self.reason = "failed", reason
+
+    def warn(self, kind: str, detail: str, metric: str | None = None) -> None:
+        """Add a warning ``{kind, metric, detail}``."""
+        self.warnings.append({"kind": kind, "metric": metric, "detail": detail})
+
+    def skip_block(self, block: str, reason: str) -> None:
+        """Record why ``block`` is not measured for this server (shown as "n/a")."""
+        self.not_measured[block] = reason
 
 
 @dataclass
@@ -58,12 +73,17 @@ class Results:
     environment: dict
     settings: dict
     servers: list[ServerResult] = field(default_factory=list)
+    run_sequence: list = field(default_factory=list)
+    startup: dict | None = None
     schema: str = SCHEMA
+    secrets: tuple = field(default=(), repr=False)
+    """Values masked with *** in every output (redact.py); never stored."""
 
     def to_dict(self) -> dict:
-        """The JSON form, ``schema`` first."""
+        """The JSON form, ``schema`` first, secrets masked."""
         data = asdict(self)
-        return {"schema": data.pop("schema"), **data}
+        secrets = data.pop("secrets")
+        return redact({"schema": data.pop("schema"), **data}, secrets)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Results":
@@ -82,10 +102,12 @@ class Results:
             fields_ = {k: v for k, v in row.items() if k in known}
             fields_["orphans"], fields_["warnings"] = (list(row.get("orphans") or []),
                                                        list(row.get("warnings") or []))
+            fields_["not_measured"] = dict(row.get("not_measured") or {})
             servers.append(ServerResult(**fields_))
-        top = {f.name for f in fields(cls)} - {"servers"}
+        top = {f.name for f in fields(cls)} - {"servers", "secrets"}
         try:
-            return cls(**{k: v for k, v in data.items() if k in top}, servers=servers)
+            return cls(**{k: v for k, v in data.items() if k in top and v is not None},
+                       servers=servers)
         except TypeError as err:
             raise ResultsError(str(err)) from err
 

@@ -46,7 +46,7 @@ def test_failing_server_is_a_row_and_the_others_are_kept(tmp_path):
     assert rows["good"]["footprint"]["tool_lines"] > 100
     assert rows["good"]["footprint"]["lock_count"] == 1
     assert rows["good"]["footprint"]["dependency_count"] is None  # the toy build has no venv
-    assert any("no site-packages under" in w for w in rows["good"]["warnings"])
+    assert any("no site-packages under" in w["detail"] for w in rows["good"]["warnings"])
     assert rows["good"]["command"]["argv"][1].endswith("/src/fake_server.py")
     assert rows["needs-key"]["status"] == "failed"
     assert "exited with code 1" in rows["needs-key"]["reason"]
@@ -146,18 +146,19 @@ def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
 def test_unexpected_error_on_one_server_keeps_the_others(tmp_path, monkeypatch):
     import mcpstart.measure.run as measure
 
-    real = measure.measure_server
+    real = measure.tool_session
 
-    def flaky(row, *args, **kwargs):
+    def flaky(command, settings, row, *args, **kwargs):
         if row.name == "a-bad":
             raise TypeError("unexpected shape")
-        return real(row, *args, **kwargs)
+        return real(command, settings, row, *args, **kwargs)
 
-    monkeypatch.setattr(measure, "measure_server", flaky)
+    monkeypatch.setattr(measure, "tool_session", flaky)
     repo(tmp_path, {"a-bad": [], "good": []})
     result = run(tmp_path)
     assert result.exit_code == 1
     rows = {s["name"]: s for s in json.loads((tmp_path / "out.json").read_text())["servers"]}
     assert rows["a-bad"]["reason"] == ("mcpstart could not measure this server: "
                                        "TypeError: unexpected shape")
+    assert rows["a-bad"]["handshake_ms"]["n"] == 2  # measured before the failure: kept
     assert rows["good"]["status"] == "ok"

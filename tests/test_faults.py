@@ -9,16 +9,39 @@ import time
 import psutil
 import pytest
 
-from mcpstart.measure.probes import handshake, initialize_request, tool_session
-from mcpstart.stdio.session import Command, FramingError, SessionError, StdioSession, Traffic
+from mcpstart.measure.memory import SettleRule
+from mcpstart.measure.probes import Skips, ToolCall, cold_start, initialize_request, tool_session
+from mcpstart.measure.settings import Settings
+from mcpstart.results import ServerResult
+from mcpstart.stdio.session import (Command, Exited, FramingError, NoAnswer, Session,
+                                    SessionError, Traffic)
 
 from conftest import FAKE
 
 REV = "2025-11-25"
+FAST = SettleRule(interval_s=0.05, slope_window_s=0.2, drop_window_s=0.3, v8_min_s=0, max_s=2)
+"""A settle rule that ends in about 0.3 s on flat memory, for tests that are not about it."""
 
 
-def open_session(command: Command) -> StdioSession:
-    return StdioSession.spawn(command, first_request=initialize_request(REV))
+def open_session(command: Command) -> Session:
+    return Session.start(command, initialize_request(REV))
+
+
+def handshake(command: Command, timeout_s: float = 10) -> dict:
+    return cold_start(command, REV, timeout_s, 0, None, Skips())
+
+
+def session_row(command: Command, timeout_s: float = 10, **settings) -> tuple[ServerResult, Traffic, Exception | None]:
+    """Run a tool session into a fresh row; returns the row, the traffic and the error."""
+    row, traffic = ServerResult("fake"), Traffic()
+    settings = Settings(timeout_s=timeout_s, payload_bytes=settings.pop("payload_bytes", 200_000),
+                        round_trips=settings.pop("round_trips", 3), settle=FAST, **settings)
+    error = None
+    try:
+        tool_session(command, settings, row, Skips(), traffic)
+    except SessionError as err:
+        error = err
+    return row, traffic, error
 
 
 def assert_gone(pids):
@@ -27,11 +50,11 @@ def assert_gone(pids):
 
 
 def test_plain_server_handshake_and_eof_shutdown(fake):
-    sample = handshake(fake(), REV, timeout_s=10)
+    sample = handshake(fake())
     assert sample["negotiated_revision"] == REV
     assert sample["server_info"] == {"name": "fake", "version": "0"}
-    assert 0 < sample["first_byte_ms"] <= sample["handshake_ms"] < 10_000
-    assert sample["shutdown"]["how"] == "eof"
+    assert 0 < sample["first_byte"] <= sample["handshake"] < 10_000
+    assert sample["shutdown"]["how"] == "eof" and sample["shutdown"]["exit_code"] == 0
     assert sample["shutdown"]["orphans"] == []
     assert sample["traffic"] == Traffic()
 
@@ -40,7 +63,7 @@ def test_plain_server_handshake_and_eof_shutdown(fake):
 def test_banner_and_non_jsonrpc_lines_are_skipped_and_counted(fake):
     session = open_session(fake("--banner", "--not-jsonrpc", "--debug-mid"))
     try:
-        response = session.wait_response(1, 10)
+        response = session.wait(1, 10)
         assert response.message["result"]["protocolVersion"] == REV
         listing = session.request("tools/list", {}, 10)
         assert listing.message["result"]["tools"][0]["name"] == "reverse_text"
@@ -49,24 +72,24 @@ def test_banner_and_non_jsonrpc_lines_are_skipped_and_counted(fake):
     # banner + {"status": "ready"} + three debug lines
     assert session.traffic.noise_lines == 5
     assert session.traffic.noise_example == "fake-server v0.0.1 starting up"
-    assert "skipped 5 stdout line(s)" in session.traffic.warnings()[0]
+    assert "skipped 5 stdout line(s)" in session.traffic.warnings()[0]["detail"]
 
 
 def test_handshake_is_timed_to_the_awaited_line_not_the_banner(fake):
     session = open_session(fake("--banner", "--slow-start", "1"))
     try:
-        response = session.wait_response(1, 10)
+        response = session.wait(1, 10)
     finally:
         session.shutdown()
     assert (response.at_ns - session.t0_ns) / 1e6 > 900  # the slept second is inside
-    assert session.first_byte_ns <= response.at_ns
+    assert session.transport.first_byte_ns <= response.at_ns
 
 
 # 2. notifications before the initialize response
 def test_notifications_before_initialize_are_recorded(fake):
     session = open_session(fake("--notify-first"))
     try:
-        assert "result" in session.wait_response(1, 10).message
+        assert "result" in session.wait(1, 10).message
     finally:
         session.shutdown()
     assert session.traffic.notifications == ["notifications/message",
@@ -77,12 +100,13 @@ def test_notifications_before_initialize_are_recorded(fake):
 def test_crlf_is_accepted_and_noted(fake):
     session = open_session(fake("--crlf"))
     try:
-        assert session.wait_response(1, 10).message["result"]["protocolVersion"] == REV
+        assert session.wait(1, 10).message["result"]["protocolVersion"] == REV
         session.request("tools/list", {}, 10)
     finally:
         session.shutdown()
     assert session.traffic.crlf_lines == 2
-    assert "2 line(s) ended in CRLF (accepted)" in session.traffic.warnings()
+    assert {"kind": "crlf", "metric": None,
+            "detail": "2 line(s) ended in CRLF (accepted)"} in session.traffic.warnings()
 
 
 # 4. Content-Length framing
@@ -90,7 +114,7 @@ def test_content_length_reply_is_diagnosed_as_lsp_framing(fake):
     session = open_session(fake("--lsp-reply"))
     try:
         with pytest.raises(FramingError, match="Content-Length \\(LSP-style\\) framing"):
-            session.wait_response(1, 10)
+            session.wait(1, 10)
     finally:
         session.shutdown()
 
@@ -98,72 +122,70 @@ def test_content_length_reply_is_diagnosed_as_lsp_framing(fake):
 def test_silent_lsp_server_is_diagnosed_not_a_bare_timeout(fake):
     start = time.monotonic()
     with pytest.raises(SessionError) as err:
-        handshake(fake("--lsp"), REV, timeout_s=1)
-    assert "no response to request 1 within 1 s (nothing at all on stdout)" in str(err.value)
+        handshake(fake("--lsp"), timeout_s=1)
+    assert "no answer to initialize within 1 s (nothing at all on stdout)" in str(err.value)
     assert "Content-Length (LSP-style) framing" in str(err.value)
     assert time.monotonic() - start < 10
 
 
 # 5. large results in pieces, stderr flood
 def test_large_chunked_result_with_stderr_flood(fake):
-    result = tool_session(fake("--chunked", "--stderr-bytes", str(1 << 20)), REV, 30,
-                          payload_bytes=5 * 1024 * 1024)
-    payload = result["payload"]
+    row, _, error = session_row(fake("--chunked", "--stderr-bytes", str(1 << 20)), 30,
+                                payload_bytes=5 * 1024 * 1024, round_trips=0)
+    assert error is None
+    payload = row.payload
     assert payload["verified"] and payload["unicode_verified"]
     assert payload["request_bytes"] == 5 * 1024 * 1024
     envelope = {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": ""}]}}
     assert payload["response_bytes"] == 5 * 1024 * 1024 + len(json.dumps(envelope))
-    assert result["shutdown"]["how"] == "eof"
+    assert row.shutdown["how"] == "eof"
 
 
 # 6. slow start with progress on stderr
 def test_slow_start_within_timeout_succeeds(fake):
-    sample = handshake(fake("--slow-start", "2"), REV, timeout_s=10)
-    assert sample["handshake_ms"] >= 2000
+    assert handshake(fake("--slow-start", "2"))["handshake"] >= 2000
 
 
 def test_slow_start_past_timeout_fails_with_stderr(fake):
     start = time.monotonic()
-    with pytest.raises(SessionError) as err:
-        handshake(fake("--slow-start", "30"), REV, timeout_s=1)
+    with pytest.raises(NoAnswer) as err:
+        handshake(fake("--slow-start", "30"), timeout_s=1)
     assert time.monotonic() - start < 12
-    assert "no response to request 1 within 1 s" in str(err.value)
+    assert "no answer to initialize within 1 s" in str(err.value)
     assert "downloading... 1/30" in str(err.value)
 
 
 # 7. exits at once
 def test_exit_at_once_reports_code_time_and_stderr(fake):
     start = time.monotonic()
-    with pytest.raises(SessionError) as err:
-        handshake(fake("--need-env", "FOO_API_KEY"), REV, timeout_s=30)
+    with pytest.raises(Exited) as err:
+        handshake(fake("--need-env", "FOO_API_KEY"), timeout_s=30)
     assert time.monotonic() - start < 5  # no timeout wait
     message = str(err.value)
-    assert "exited with code 1 after" in message and "before answering" in message
-    assert "Error: FOO_API_KEY not set" in message
+    assert message.startswith("initialize: the server exited with code 1 after ")
+    assert "before answering" in message and "Error: FOO_API_KEY not set" in message
     elapsed = float(message.split("after ")[1].split(" ms")[0])
     assert 50 <= elapsed < 3000
 
 
 def test_env_from_command_reaches_the_server(fake):
-    sample = handshake(fake("--need-env", "FOO_API_KEY", env={"FOO_API_KEY": "x"}), REV, 10)
-    assert sample["negotiated_revision"] == REV
+    assert handshake(fake("--need-env", "FOO_API_KEY", env={"FOO_API_KEY": "x"}))[
+        "negotiated_revision"] == REV
 
 
 # 8. never flushes stdout
 def test_unflushed_stdout_is_diagnosed(fake):
     with pytest.raises(SessionError, match="answer came only after stdin was closed"):
-        handshake(fake("--no-flush"), REV, timeout_s=1)
+        handshake(fake("--no-flush"), timeout_s=1)
 
 
 # 9. wrapper chains, inner process ignores SIGTERM
-def test_shell_wrapper_tree_is_summed_and_reclaimed():
+def test_shell_wrapper_tree_is_reclaimed():
     inner = f"{sys.executable} {FAKE} --trap-term --ignore-eof"
-    command = Command(["sh", "-c", inner], None, {})
-    session = open_session(command)
+    session = open_session(Command(["sh", "-c", inner]))
     try:
-        session.wait_response(1, 10)
-        procs = session.tree()
-        pids = [p.pid for p in procs]
+        session.wait(1, 10)
+        pids = [p.pid for p in session.processes.scan()]
     finally:
         shutdown = session.shutdown()
     assert len(pids) == 2  # sh and python: sh -c without exec keeps the shell
@@ -173,23 +195,24 @@ def test_shell_wrapper_tree_is_summed_and_reclaimed():
 
 
 def test_tree_memory_is_summed_per_process():
-    inner = f"{sys.executable} {FAKE} --child"
-    result = tool_session(Command(["sh", "-c", inner], None, {}), REV, 30, payload_bytes=1000)
-    memory = result["memory"]
+    row, _, error = session_row(Command(["sh", "-c", f"{sys.executable} {FAKE} --child"]))
+    assert error is None
+    memory = row.memory
     names = sorted(p["name"] for p in memory["processes"])
     assert len(names) == 3 and "sh" in names  # sh -> fake server -> sleeping child
     assert memory["idle_rss_bytes"] == sum(p["idle_rss_bytes"] for p in memory["processes"])
     assert memory["idle_pss_bytes"] == sum(p["idle_pss_bytes"] for p in memory["processes"])
     assert memory["idle_uss_bytes"] <= memory["idle_pss_bytes"] <= memory["idle_rss_bytes"]
-    assert result["shutdown"]["how"] == "sigkill"  # the child ignores SIGTERM and EOF
+    assert memory["peak_method"] == "sampled"
+    assert row.shutdown["how"] == "sigkill"  # the child ignores SIGTERM and EOF
 
 
 def test_escaped_descendant_is_reported_as_orphan_and_killed(fake):
     session = open_session(fake("--escape"))
     try:
-        session.wait_response(1, 10)
+        session.wait(1, 10)
         time.sleep(0.3)
-        escaped = [p.pid for p in session.tree() if os.getpgid(p.pid) != session.pid]
+        escaped = [p.pid for p in session.processes.scan() if os.getpgid(p.pid) != session.transport.pid]
     finally:
         shutdown = session.shutdown()
     assert len(escaped) == 1
@@ -200,13 +223,13 @@ def test_escaped_descendant_is_reported_as_orphan_and_killed(fake):
 
 # 10. ignores EOF, traps SIGTERM
 def test_ignores_eof_needs_sigterm(fake):
-    sample = handshake(fake("--ignore-eof"), REV, 10)
+    sample = handshake(fake("--ignore-eof"))
     assert sample["shutdown"]["how"] == "sigterm"
     assert sample["shutdown"]["ms"] >= 1900  # the EOF grace period was waited out
 
 
 def test_traps_sigterm_needs_sigkill(fake):
-    sample = handshake(fake("--ignore-eof", "--trap-term"), REV, 10)
+    sample = handshake(fake("--ignore-eof", "--trap-term"))
     assert sample["shutdown"]["how"] == "sigkill"
     assert sample["shutdown"]["exit_code"] == -9
 
@@ -215,7 +238,7 @@ def test_traps_sigterm_needs_sigkill(fake):
 def test_server_requests_are_answered(fake):
     session = open_session(fake("--ask-first"))
     try:
-        response = session.wait_response(1, 5)
+        response = session.wait(1, 5)
     finally:
         session.shutdown()
     assert response.message["result"]["protocolVersion"] == REV
@@ -224,13 +247,137 @@ def test_server_requests_are_answered(fake):
 
 def test_cannot_start_missing_program():
     with pytest.raises(SessionError, match="cannot start '/nonexistent/server'"):
-        StdioSession.spawn(Command(["/nonexistent/server"]))
+        Session.start(Command(["/nonexistent/server"]))
+    with pytest.raises(SessionError, match="cannot start 'no-such-mcp-server': not found on the "
+                                           "server's PATH"):
+        Session.start(Command(["no-such-mcp-server"]))
+    with pytest.raises(SessionError, match="working directory /nonexistent does not exist"):
+        Session.start(Command(["true"], "/nonexistent"))
 
 
 def test_endless_line_fails_without_buffering_it_all(monkeypatch):
-    monkeypatch.setattr("mcpstart.stdio.session.MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr("mcpstart.stdio.transport.MAX_LINE_BYTES", 1 << 20)
     writer = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     start = time.monotonic()
     with pytest.raises(SessionError, match="more than 1 MiB on stdout without a newline"):
-        handshake(Command([sys.executable, "-c", writer]), REV, timeout_s=30)
+        handshake(Command([sys.executable, "-c", writer]), timeout_s=30)
     assert time.monotonic() - start < 10
+
+
+# 12. answers that are almost right: accepted at once with a note, or failed at once
+@pytest.mark.parametrize("switch, note", [
+    ("--batch", "answered in a JSON-RPC batch array"),
+    ("--no-jsonrpc", 'answered with no "jsonrpc" member'),
+    ("--string-id", 'answered with id "1", another JSON type than the id sent'),
+])
+def test_almost_right_answers_are_accepted_with_a_warning(fake, switch, note):
+    start = time.monotonic()
+    sample = handshake(fake(switch), timeout_s=10)
+    assert time.monotonic() - start < 3  # acted on at once, not after the timeout
+    assert sample["negotiated_revision"] == REV
+    notes = [w["detail"] for w in sample["traffic"].warnings() if w["kind"] == "irregular_answer"]
+    assert any(note in n for n in notes), notes
+
+
+@pytest.mark.parametrize("raw, cause", [
+    ('{"jsonrpc":"2.0","id":{id},"result":{"protocolVersion":"x"},"error":{"code":1,"message":"m"}}',
+     'initialize: the answer has both "result" and "error"'),
+    ('{"jsonrpc":"2.0","id":{id}}', 'initialize: the answer has neither "result" nor "error"'),
+    ('{"jsonrpc":"2.0","id":{id},"error":"boom"}', "initialize: the answer's \"error\" is not an object"),
+    ('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+     "initialize: the server answered with id null (error -32700: Parse error)"),
+    ('{"jsonrpc":"2.0","result":{"protocolVersion":"2025-11-25"}}',
+     "initialize: the server answered with no id"),
+    ('[{"jsonrpc":"2.0","id":{id},"result":{}, "error":{}}]', 'initialize: the answer has both'),
+])
+def test_unusable_answers_fail_at_once_naming_what_was_wrong(fake, raw, cause):
+    start = time.monotonic()
+    with pytest.raises(SessionError) as err:
+        handshake(fake("--raw", f"initialize={raw}"), timeout_s=30)
+    assert time.monotonic() - start < 5
+    assert str(err.value).startswith(cause), str(err.value)
+
+
+def test_pretty_printed_answer_fails_at_once_with_the_line_count(fake):
+    start = time.monotonic()
+    with pytest.raises(SessionError) as err:
+        handshake(fake("--pretty"), timeout_s=30)
+    assert time.monotonic() - start < 5
+    # json.dumps(indent=2) of the initialize answer spans 14 lines
+    assert str(err.value).startswith(
+        "initialize: the server wrote one JSON message over 14 lines; the stdio transport "
+        "needs one message per line")
+
+
+def test_a_true_id_is_not_an_answer(fake):
+    reply = 'initialize={"id": true, "error": {"code": -32700, "message": "Parse error"}}'
+    with pytest.raises(NoAnswer) as err:
+        handshake(fake("--reply", reply), timeout_s=1)
+    assert "no answer to initialize within 1 s" in str(err.value)
+    assert ('it sent a response mcpstart did not ask for: \'{"jsonrpc": "2.0", "id": true, '
+            '"error": {"code": -32700, "message": "Parse error"}}\'') in str(err.value)
+
+
+# 13. paginated lists
+def test_tools_are_followed_through_next_cursor(fake):
+    row, _, error = session_row(fake("--pages", "3"))
+    assert error is None
+    assert row.tools["count"] == 3 and row.tools["pages"] == 3
+    assert row.payload["tool"] == "reverse_text" and row.payload["verified"] is True
+
+
+def test_a_cursor_that_never_advances_stops_with_a_warning(fake):
+    row, _, error = session_row(fake("--cursor-loop"))
+    assert error is None
+    assert row.tools["pages"] == 2  # the second page repeated the first cursor
+    assert {"kind": "paging", "metric": "tools",
+            "detail": "tools/list paging stopped: nextCursor 'same' repeated a cursor already "
+                      "followed"} in row.warnings
+
+
+# 14. a launcher that exits at once, its child serving
+def test_launcher_row_is_measured_on_its_descendants(fake):
+    row, traffic, error = session_row(fake("--launcher"))
+    assert error is None
+    assert row.memory["idle_rss_bytes"] > 5 << 20
+    assert len(row.memory["processes"]) == 1
+    assert row.memory["processes"][0]["cmdline"][-1] == "--launcher"
+    assert row.memory["peak_rss_bytes_payload"] > row.memory["idle_rss_bytes"]
+    assert traffic.launcher_exit.startswith("the spawned process exited with code 0 after ")
+    assert "(a launcher); measured on the descendants" in traffic.launcher_exit
+    assert row.shutdown["how"] == "eof"
+
+
+# 15. failures late in the session keep everything measured before
+def test_tool_error_on_the_large_call_keeps_the_rest(fake):
+    start = time.monotonic()
+    row, _, error = session_row(fake("--call-error"))
+    assert time.monotonic() - start < 8
+    assert str(error) == "tools/call reverse_text: the tool reported an error: 'payload too large'"
+    assert row.payload["is_error"] is True and row.payload["verified"] is False
+    assert row.tools["count"] == 1 and row.memory["idle_rss_bytes"] > 0
+    assert row.round_trip_ms["n"] == 3
+    assert row.shutdown["how"] == "eof"
+
+
+def test_exit_on_the_large_line_keeps_the_rest(fake):
+    start = time.monotonic()
+    row, _, error = session_row(fake("--exit-on-large"))
+    assert time.monotonic() - start < 8
+    assert str(error).startswith("tools/call reverse_text: the server exited with code 3 after ")
+    assert row.tools["count"] == 1 and row.memory["idle_rss_bytes"] > 0
+    assert row.round_trip_ms["n"] == 3
+    assert row.shutdown is not None
+
+
+# 16. a server that answers only initialize
+def test_unanswered_method_is_named_and_not_asked_again(fake):
+    skips = Skips()
+    command = fake("--only-initialize")
+    start = time.monotonic()
+    first = cold_start(command, REV, 1, 0, ToolCall(), skips)
+    second = cold_start(command, REV, 1, 0, ToolCall(), skips)
+    assert first["handshake"] > 0 and second["handshake"] > 0
+    assert first["tools_list"] is None and second["tools_list"] is None
+    assert skips.causes["tools/list"].startswith("no answer to tools/list within 1 s")
+    assert time.monotonic() - start < 1 + 2 + 3  # one timeout and its diagnosis, not two

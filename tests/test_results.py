@@ -27,7 +27,8 @@ def test_json_roundtrip_and_toml_copy(tmp_path):
     assert loaded.servers[0].handshake_ms["warmup_samples"] == [9.0]
     assert loaded.servers[1].status == "failed"
     assert loaded.servers[1].reason == "exited with code 1"
-    assert loaded.servers[1].warnings == ["second cause"]
+    assert loaded.servers[1].warnings == [{"kind": "failure", "metric": None,
+                                           "detail": "second cause"}]
 
     toml = tomllib.loads(path.with_suffix(".toml").read_text())
     assert toml["servers"][0]["handshake_ms"]["median"] == 2.0
@@ -35,6 +36,19 @@ def test_json_roundtrip_and_toml_copy(tmp_path):
     assert "memory" not in toml["servers"][0]
     assert toml["servers"][0]["warnings"] == ["bad \\ud800 surrogate"]
     assert not list(tmp_path.glob(".out*"))  # no temp files left behind
+
+
+def test_secrets_are_masked_in_both_files_and_keys_kept(tmp_path):
+    results = sample_results()
+    results.servers[1].fail("stderr tail: 'token=hunter22 rejected'")
+    results.servers[0].command = {"argv": ["srv", "--key", "hunter22"], "cwd": None,
+                                  "env_keys": ["API_KEY"]}
+    results.secrets = ("hunter22",)
+    path = tmp_path / "out.json"
+    results.save(path)
+    for text in (path.read_text(), path.with_suffix(".toml").read_text()):
+        assert "hunter22" not in text
+        assert "token=*** rejected" in text and "API_KEY" in text
 
 
 def test_load_rejects_other_files(tmp_path):

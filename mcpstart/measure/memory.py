@@ -1,83 +1,177 @@
-"""Memory of a server's whole process tree: RSS, PSS and USS per process and summed, and a
-phase's peak RSS, exact where Linux keeps a high-water mark and sampled otherwise."""
+"""Memory of a server's processes (stdio/tree.py's set): idle RSS, PSS and USS per process and
+summed once memory has settled; the peak of a phase, exact where Linux keeps a high-water mark
+(one process) and sampled otherwise (trees); and which other processes share the server's
+executable, on which PSS and USS depend."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import psutil
 
-SETTLE_INTERVAL_S = 0.1
-SETTLE_WINDOW = 5
-"""Idle memory counts as settled when the tree's RSS moved by less than SETTLE_TOLERANCE over
-the last SETTLE_WINDOW samples taken SETTLE_INTERVAL_S apart."""
-SETTLE_TOLERANCE = 0.01
-SETTLE_MAX_S = 5.0
+from ..stdio.tree import ProcessSet
+
 SAMPLE_INTERVAL_S = 0.005
+"""How often the sampler reads the RSS of the known processes."""
+RESCAN_INTERVAL_S = 0.05
+"""How often the sampler looks for new processes of the server."""
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+V8_MEMORY_REDUCER_S = 8.0
+"""V8's memory reducer starts its first garbage collection about 8 s after a Node.js isolate
+goes idle (v8 src/heap/memory-reducer.h, kLongDelayMs = 8000); measured here: the TypeScript
+reference server's RSS is flat for 8 s after tools/list, then falls 13%."""
 
 
-def describe(proc: psutil.Process, full: bool) -> dict | None:
-    """One process's memory: ``{pid, ppid, name, cmdline, rss_bytes, pss_bytes, uss_bytes}``.
+@dataclass(frozen=True)
+class SettleRule:
+    """When idle memory counts as settled: RSS of the whole tree sampled every ``interval_s``;
+    settled once the least-squares slope over the last ``slope_window_s`` is under
+    ``max_slope`` (fraction per second) and the last ``drop_window_s`` held no drop of more
+    than ``max_drop`` (fraction of that window's maximum), and at least ``min_s`` have
+    passed (``v8_min_s`` when a process of the tree runs Node.js); at most ``max_s``."""
 
-    PSS and USS come from /proc/PID/smaps_rollup (``full=True``; slower) and are None where
-    the OS does not give them. Returns None when the process has gone.
-    """
+    interval_s: float = 0.1
+    slope_window_s: float = 2.0
+    max_slope: float = 0.005
+    drop_window_s: float = 3.0
+    max_drop: float = 0.01
+    min_s: float = 0.0
+    v8_min_s: float = V8_MEMORY_REDUCER_S + 1.5
+    max_s: float = 15.0
+
+    def describe(self) -> str:
+        """The rule in one line, as stored in the results (``settle_rule``)."""
+        return (f"RSS every {self.interval_s:g} s; slope over {self.slope_window_s:g} s under "
+                f"{self.max_slope * 100:g}%/s and no drop over {self.max_drop * 100:g}% in the "
+                f"last {self.drop_window_s:g} s; at least {self.v8_min_s:g} s for Node.js (V8 "
+                f"memory reducer); at most {self.max_s:g} s")
+
+    def settled(self, samples: list[tuple[float, int]], node: bool) -> bool:
+        """Whether ``samples`` ([(seconds since start, RSS bytes)]) show settled memory."""
+        if not samples:
+            return False
+        now = samples[-1][0]
+        if now < max(self.min_s, self.v8_min_s if node else 0, self.drop_window_s):
+            return False
+        recent = [(t, v) for t, v in samples if t >= now - self.slope_window_s]
+        window = [v for t, v in samples if t >= now - self.drop_window_s]
+        if len(recent) < 3 or not max(window):
+            return False
+        mean_t = sum(t for t, _ in recent) / len(recent)
+        mean_v = sum(v for _, v in recent) / len(recent)
+        slope = (sum((t - mean_t) * (v - mean_v) for t, v in recent)
+                 / sum((t - mean_t) ** 2 for t, _ in recent))
+        peak = max(window)
+        return abs(slope) / mean_v < self.max_slope and peak - window[-1] <= self.max_drop * peak
+
+
+def rss(pid: int) -> int | None:
+    """Resident set size in bytes from /proc/PID/statm (cheaper than psutil), or None."""
     try:
-        with proc.oneshot():
-            row = {"pid": proc.pid, "ppid": proc.ppid(), "name": proc.name(),
-                   "cmdline": proc.cmdline(), "rss_bytes": proc.memory_info().rss,
-                   "pss_bytes": None, "uss_bytes": None}
-    except psutil.Error:
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
         return None
-    if full:
-        try:
-            info = proc.memory_full_info()
-        except psutil.AccessDenied:
-            return row
-        except psutil.Error:
-            return None
-        row["pss_bytes"] = getattr(info, "pss", None)
-        row["uss_bytes"] = getattr(info, "uss", None)
-    return row
 
 
-def tree_rss(procs: list[psutil.Process]) -> int:
-    """Sum of RSS in bytes over the live processes of ``procs``."""
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            continue
-    return total
+def tree_rss(processes: ProcessSet) -> int:
+    """Summed RSS in bytes of the live processes."""
+    return sum(v for p in processes.alive() if (v := rss(p.pid)) is not None)
 
 
-def settle(tree: Callable[[], list[psutil.Process]]) -> tuple[bool, float]:
-    """Wait until the tree's RSS stops moving (see SETTLE_* constants), at most SETTLE_MAX_S.
+def _exe(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
 
-    Args:
-        tree: returns the current process tree (processes may come and go).
+
+def _runs_node(processes: ProcessSet) -> bool:
+    return any(os.path.basename(_exe(p.pid)) in ("node", "nodejs") for p in processes.alive())
+
+
+def settle(processes: ProcessSet, wait: Callable[[float], None],
+           rule: SettleRule) -> tuple[bool, float]:
+    """Wait until the tree's memory settles by ``rule``, calling ``wait(seconds)`` between
+    samples (the session keeps its pipes served there) and rescanning for processes.
 
     Returns:
         ``(settled, waited_s)``.
     """
     start = time.monotonic()
-    window: list[int] = []
-    while (waited := time.monotonic() - start) < SETTLE_MAX_S:
-        window = (window + [tree_rss(tree())])[-SETTLE_WINDOW:]
-        if len(window) == SETTLE_WINDOW and max(window) - min(window) <= SETTLE_TOLERANCE * max(window):
-            return True, waited
-        time.sleep(SETTLE_INTERVAL_S)
-    return False, SETTLE_MAX_S
+    samples: list[tuple[float, int]] = []
+    while (elapsed := time.monotonic() - start) < rule.max_s:
+        processes.scan()
+        samples.append((elapsed, tree_rss(processes)))
+        if rule.settled(samples, _runs_node(processes)):
+            return True, elapsed
+        wait(rule.interval_s)
+    return False, time.monotonic() - start
 
 
-def reset_high_water_marks(procs: list[psutil.Process]) -> bool:
-    """Reset each process's peak RSS (VmHWM) by writing 5 to /proc/PID/clear_refs (Linux >= 4.0,
-    Documentation/admin-guide/mm/soft-dirty.rst and proc.rst). Returns False when any reset failed."""
-    ok = bool(procs)
-    for proc in procs:
+def idle_rows(processes: ProcessSet) -> list[dict]:
+    """One row per live process, in the order found: ``{pid, ppid, name, cmdline,
+    idle_rss_bytes, idle_pss_bytes, idle_uss_bytes}``; PSS and USS from smaps_rollup (None
+    where the OS does not give them)."""
+    rows = []
+    for proc in processes.alive():
+        try:
+            with proc.oneshot():
+                row = {**processes.info(proc.pid), "ppid": proc.ppid(),
+                       "idle_rss_bytes": proc.memory_info().rss,
+                       "idle_pss_bytes": None, "idle_uss_bytes": None}
+        except psutil.Error:
+            continue
+        try:
+            full = proc.memory_full_info()
+            row["idle_pss_bytes"] = getattr(full, "pss", None)
+            row["idle_uss_bytes"] = getattr(full, "uss", None)
+        except psutil.Error:
+            pass
+        rows.append(row)
+    return rows
+
+
+def sharing(processes: ProcessSet) -> list[dict]:
+    """Processes of this user, outside the server, whose executable is the same file as one
+    of the server's (same device and inode, now): their pages are shared with the server, so
+    the server's PSS and USS depend on them. Other users' processes cannot be read.
+
+    Returns:
+        ``[{pid, cmdline}]``.
+    """
+    members = {p.pid for p in processes.alive()}
+    exes = set()
+    for pid in members:
+        try:
+            st = os.stat(f"/proc/{pid}/exe")
+            exes.add((st.st_dev, st.st_ino))
+        except OSError:
+            continue
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid in members:
+            continue
+        try:
+            st = os.stat(f"/proc/{proc.pid}/exe")
+        except OSError:  # another user's process, or gone
+            continue
+        if (st.st_dev, st.st_ino) in exes:
+            found.append({"pid": proc.pid, "cmdline": proc.info["cmdline"] or []})
+    return found
+
+
+def reset_high_water_marks(processes: ProcessSet) -> bool:
+    """Reset each live process's peak RSS (VmHWM) by writing 5 to /proc/PID/clear_refs
+    (Linux >= 4.0, Documentation/admin-guide/mm/soft-dirty.rst and proc.rst). Returns False
+    when any reset failed."""
+    alive = processes.alive()
+    ok = bool(alive)
+    for proc in alive:
         try:
             with open(f"/proc/{proc.pid}/clear_refs", "w") as handle:
                 handle.write("5")
@@ -86,45 +180,127 @@ def reset_high_water_marks(procs: list[psutil.Process]) -> bool:
     return ok
 
 
-def high_water_marks(procs: list[psutil.Process]) -> dict[int, int]:
-    """VmHWM in bytes per PID from /proc/PID/status; processes that are gone are left out."""
-    marks = {}
-    for proc in procs:
-        try:
-            with open(f"/proc/{proc.pid}/status") as handle:
-                for line in handle:
-                    if line.startswith("VmHWM:"):
-                        marks[proc.pid] = int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError):
-            continue
-    return marks
+def high_water_mark(pid: int) -> int | None:
+    """VmHWM in bytes from /proc/PID/status, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
 
 
-class PeakSampler:
-    """Samples the tree's summed RSS every SAMPLE_INTERVAL_S in a thread; use as a context
-    manager. ``peak_bytes`` is the largest sum seen (a lower bound of the true peak)."""
+class Sampler:
+    """Samples the server's processes in a thread while a phase runs (a context manager):
+    the RSS of the known processes every SAMPLE_INTERVAL_S, a rescan for new ones every
+    RESCAN_INTERVAL_S, so a process born and gone inside the phase is seen.
 
-    def __init__(self, tree: Callable[[], list[psutil.Process]]):
-        self._tree = tree
+    Attributes:
+        peak_bytes: the largest summed RSS seen (a lower bound of the true peak).
+        largest: pid -> largest RSS seen of that process.
+        seen: pid -> ``{pid, name, cmdline}`` of every process seen.
+        samples: how many samples were taken.
+    """
+
+    def __init__(self, processes: ProcessSet):
+        self._processes = processes
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.peak_bytes = 0
+        self.largest: dict[int, int] = {}
+        self.seen: dict[int, dict] = {}
         self.samples = 0
 
     def _run(self) -> None:
-        procs = self._tree()
+        next_scan = 0.0
         while not self._stop.is_set():
-            self.peak_bytes = max(self.peak_bytes, tree_rss(procs))
+            now = time.monotonic()
+            if now >= next_scan:
+                self._processes.scan()
+                next_scan = now + RESCAN_INTERVAL_S
+            total = 0
+            for pid in list(self._processes.members):
+                value = rss(pid)
+                if value is None:
+                    continue
+                total += value
+                self.largest[pid] = max(self.largest.get(pid, 0), value)
+                self.seen.setdefault(pid, self._processes.info(pid))
+            self.peak_bytes = max(self.peak_bytes, total)
             self.samples += 1
-            if self.samples % 20 == 0:
-                procs = self._tree()
             self._stop.wait(SAMPLE_INTERVAL_S)
 
-    def __enter__(self) -> "PeakSampler":
+    def __enter__(self) -> "Sampler":
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def idle_block(rows: list[dict], settle_s: float, rule: SettleRule,
+               shared_with: list[dict]) -> dict:
+    """The results file's ``memory`` block before any peak is known: sums over ``rows``
+    (``idle_rows``), the settle time and rule, and ``sharing``."""
+    def total(key: str) -> int | None:
+        values = [row[key] for row in rows]
+        return sum(values) if values and None not in values else None
+
+    return {"idle_rss_bytes": total("idle_rss_bytes"), "idle_pss_bytes": total("idle_pss_bytes"),
+            "idle_uss_bytes": total("idle_uss_bytes"), "settle_s": settle_s,
+            "settle_rule": rule.describe(), "sharing": shared_with,
+            "peak_rss_bytes_payload": None, "peak_rss_bytes_sampled": None,
+            "peak_rss_bytes_hwm_sum": None, "peak_method": None,
+            "sample_interval_ms": SAMPLE_INTERVAL_S * 1000,
+            "rescan_interval_ms": RESCAN_INTERVAL_S * 1000,
+            "processes": [{**row, "peak_rss_bytes_hwm": None, "peak_rss_bytes_sampled": None,
+                           "ru_maxrss_bytes": None, "exited": False} for row in rows]}
+
+
+def peak_during(processes: ProcessSet, action: Callable[[], object],
+                idle_processes: list[dict]) -> dict:
+    """Run ``action`` (a tool call) with every live process's high-water mark reset and the
+    Sampler running; return the peak keys of the ``memory`` block.
+
+    ``peak_rss_bytes_payload`` is the exact VmHWM when one process was seen throughout and
+    its mark could be reset (``peak_method`` "vmhwm"), else the sampled peak of the summed
+    tree RSS ("sampled"); ``peak_rss_bytes_hwm_sum`` sums the marks of the processes alive
+    at the end (processes gone by then are not in it). ``processes`` lists the idle rows
+    plus every process seen during the call, each with its mark, its largest sampled RSS,
+    whether it exited, and ``os.wait4``'s ru_maxrss where mcpstart reaped it.
+    """
+    exact = reset_high_water_marks(processes)
+    with Sampler(processes) as sampler:
+        action()
+        marks = {p.pid: mark for p in processes.alive()
+                 if (mark := high_water_mark(p.pid)) is not None}
+    alive = set(marks)
+    rows = {row["pid"]: dict(row) for row in idle_processes}
+    for pid, info in sampler.seen.items():
+        rows.setdefault(pid, {**info, "ppid": None, "idle_rss_bytes": None,
+                              "idle_pss_bytes": None, "idle_uss_bytes": None})
+    for pid, row in rows.items():
+        reaped = processes.exited.get(pid, {})
+        row.update(peak_rss_bytes_hwm=marks.get(pid),
+                   peak_rss_bytes_sampled=sampler.largest.get(pid),
+                   ru_maxrss_bytes=reaped.get("ru_maxrss_bytes"), exited=pid not in alive)
+    one = exact and len(sampler.seen) <= 1 and len(marks) == 1 and set(sampler.seen) <= alive
+    return {"peak_rss_bytes_payload": next(iter(marks.values())) if one else sampler.peak_bytes,
+            "peak_rss_bytes_sampled": sampler.peak_bytes,
+            "peak_rss_bytes_hwm_sum": sum(marks.values()) if exact and marks else None,
+            "peak_method": "vmhwm" if one else "sampled", "peak_samples": sampler.samples,
+            "processes": list(rows.values())}
+
+
+def peak_warnings(block: dict) -> list[str]:
+    """A peak below the idle figure of the same session, with the processes that exited."""
+    idle, peak = block.get("idle_rss_bytes"), block.get("peak_rss_bytes_payload")
+    if idle is None or peak is None or peak >= idle:
+        return []
+    gone = [f"{p['name']} (pid {p['pid']})" for p in block["processes"]
+            if p["exited"] and p.get("idle_rss_bytes")]
+    return [f"peak RSS under the call ({peak / 2**20:.1f} MiB) is below the idle RSS "
+            f"({idle / 2**20:.1f} MiB): {', '.join(gone) or 'a process'} exited in between"]

@@ -1,118 +1,64 @@
-"""What mcpstart asks a server: cold-start handshakes, and one session that lists the tools,
-reads idle memory and calls ``reverse_text`` with a large payload."""
+"""What mcpstart asks a server: timed cold starts (with their phases), the modern-era cold
+starts, and one tool session that lists the tools, reads idle memory, times warm round trips
+and calls a tool with a large payload.
+
+Every timed spawn starts the same way (design.md, measurement rules): the previous run fully
+reaped, the spawn prepared, a fixed idle pause, then the clock.
+"""
 
 from __future__ import annotations
 
+import json
 import string
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from .. import Progress, __version__
-from . import memory
-from ..stdio.session import Command, SessionError, StdioSession, Traffic
-from .stats import summarize
+from .. import __version__
+from ..stdio.session import Command, Response, Session, SessionError, Traffic
+from ..stdio.transport import prepare
 
-TOOL_NAME = "reverse_text"
+REFERENCE_TOOL = "reverse_text"
+MODERN_REVISION = "2026-07-28"
+"""The first revision of the modern era: no initialize handshake; every request carries
+``params._meta`` (MCP specification 2026-07-28, basic/index and server/discover)."""
+META = "io.modelcontextprotocol/"
+PAYLOAD_MARK = "{payload}"
+SMALL_PAYLOAD_BYTES = 16
+"""Size of the text in the first tool call of a cold start and in the warm round trips."""
+MAX_PAGES = 100
+MAX_TOOLS = 10_000
 UNICODE_CHECK = "mcp e\u0301t\u00e9 \U0001F600 \u6f22\u5b57!"
 """A short input with a combining mark (e + U+0301), a non-BMP emoji and CJK; its expected
 reversal is by code points: Python's ``s[::-1]``."""
 
 
-
 class ProbeError(SessionError):
-    """The server answered, but not as the MCP specification or the reference tool requires."""
+    """The server answered, but not as the MCP specification or the called tool requires."""
+
+
+def client_info() -> dict:
+    """``{name, version}`` mcpstart gives as its clientInfo."""
+    return {"name": "mcpstart", "version": __version__}
 
 
 def initialize_request(revision: str) -> dict:
-    """The ``initialize`` request (id 1) mcpstart sends first, asking for ``revision``."""
+    """The ``initialize`` request (id 1) that opens a handshake-era session."""
     return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": revision, "capabilities": {},
-        "clientInfo": {"name": "mcpstart", "version": __version__}}}
+        "protocolVersion": revision, "capabilities": {}, "clientInfo": client_info()}}
 
 
-def _result(response, what: str) -> dict:
-    error = response.message.get("error")
-    if isinstance(error, dict):
-        raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
-                         f"{error.get('message')}")
-    if error is not None:
-        raise ProbeError(f"{what} returned a malformed JSON-RPC error: {str(error)[:200]!r}")
-    result = response.message.get("result")
-    if not isinstance(result, dict):
-        raise ProbeError(f"{what} returned a result that is not an object")
-    return result
+def modern_meta(revision: str = MODERN_REVISION) -> dict:
+    """The ``params._meta`` every modern-era request carries (2026-07-28, basic/index)."""
+    return {f"{META}protocolVersion": revision, f"{META}clientInfo": client_info(),
+            f"{META}clientCapabilities": {}}
 
 
-def _initialize(session: StdioSession, timeout_s: float) -> tuple[dict, object]:
-    response = session.wait_response(1, timeout_s)
-    result = _result(response, "initialize")
-    if not isinstance(result.get("protocolVersion"), str):
-        raise ProbeError("initialize result has no protocolVersion string: "
-                         f"{str(result.get('protocolVersion'))[:100]!r}")
-    return result, response
-
-
-def handshake(command: Command, revision: str, timeout_s: float) -> dict:
-    """Time one cold start: spawn, write ``initialize``, read its response, shut down.
-
-    Returns:
-        ``{handshake_ms, first_byte_ms, negotiated_revision, server_info, shutdown, traffic}``;
-        ``handshake_ms`` runs from just before the spawn to the complete response line with
-        id 1, ``first_byte_ms`` to the first stdout byte (both wall-clock milliseconds).
-
-    Raises:
-        SessionError: no valid initialize response; the message is the cause.
-    """
-    session = StdioSession.spawn(command, first_request=initialize_request(revision))
-    try:
-        result, response = _initialize(session, timeout_s)
-    finally:
-        shutdown = session.shutdown()
-    return {
-        "handshake_ms": (response.at_ns - session.t0_ns) / 1e6,
-        "first_byte_ms": (session.first_byte_ns - session.t0_ns) / 1e6,
-        "negotiated_revision": result["protocolVersion"],
-        "server_info": result.get("serverInfo"),
-        "shutdown": shutdown,
-        "traffic": session.traffic,
-    }
-
-
-def handshake_series(command: Command, runs: int, warmup: int, revision: str,
-                     timeout_s: float, progress: Progress = lambda _: None) -> dict:
-    """Run ``warmup`` + ``runs`` cold starts one after another.
-
-    Returns:
-        ``{handshake_ms: <stats>, first_byte_ms: <stats>, negotiated_revision, server_info,
-        orphans, traffic, warnings}``: ``traffic`` summed over the runs; warm-up runs appear
-        only in the stats' ``warmup_samples``.
-
-    Raises:
-        SessionError: a run failed; the message names the run and the cause.
-    """
-    done, orphans, warnings, traffic = [], [], [], Traffic()
-    for index in range(warmup + runs):
-        label = f"warm-up {index + 1}/{warmup}" if index < warmup else f"run {index - warmup + 1}/{runs}"
-        progress(f"handshake {label}")
-        try:
-            sample = handshake(command, revision, timeout_s)
-        except SessionError as err:
-            raise type(err)(f"handshake {label}: {err}") from err
-        done.append(sample)
-        orphans += sample["shutdown"]["orphans"]
-        traffic.merge(sample["traffic"])
-    revisions = {s["negotiated_revision"] for s in done}
-    if len(revisions) > 1:
-        warnings.append(f"negotiated revision varied between runs: {sorted(revisions)}")
-    return {
-        "handshake_ms": summarize([s["handshake_ms"] for s in done[warmup:]],
-                                  [s["handshake_ms"] for s in done[:warmup]]),
-        "first_byte_ms": summarize([s["first_byte_ms"] for s in done[warmup:]],
-                                   [s["first_byte_ms"] for s in done[:warmup]]),
-        "negotiated_revision": done[-1]["negotiated_revision"],
-        "server_info": done[-1]["server_info"],
-        "orphans": orphans,
-        "traffic": traffic,
-        "warnings": warnings,
-    }
+def modern_request(method: str, params: dict | None = None,
+                   revision: str = MODERN_REVISION) -> dict:
+    """A modern-era request (id 1) with the ``_meta`` envelope."""
+    return {"jsonrpc": "2.0", "id": 1, "method": method,
+            "params": {**(params or {}), "_meta": modern_meta(revision)}}
 
 
 def payload_text(size: int) -> str:
@@ -121,108 +67,346 @@ def payload_text(size: int) -> str:
     return (alphabet * (size // len(alphabet) + 1))[:size]
 
 
-def _call_text(session: StdioSession, text: str, timeout_s: float):
-    request_id, sent_ns = session.send_request(
-        "tools/call", {"name": TOOL_NAME, "arguments": {"text": text}})
-    response = session.wait_response(request_id, timeout_s)
-    result = _result(response, "tools/call reverse_text")
-    if result.get("isError"):
-        raise ProbeError(f"tools/call reverse_text reported isError: {str(result)[:300]}")
-    content = result.get("content")
-    if not isinstance(content, list):
-        raise ProbeError(f"tools/call result has no content list: {str(result)[:200]!r}")
-    answer = "".join(str(item.get("text", "")) for item in content
-                     if isinstance(item, dict) and item.get("type") == "text")
-    return answer, result, response, sent_ns
+@dataclass(frozen=True)
+class ToolCall:
+    """The tool mcpstart calls: ``name`` and its ``arguments``, in which every string value
+    equal to or containing ``{payload}`` gets the payload text."""
+
+    name: str = REFERENCE_TOOL
+    arguments: dict = field(default_factory=lambda: {"text": PAYLOAD_MARK})
+
+    def params(self, text: str) -> dict:
+        """``tools/call`` params with ``text`` put where ``{payload}`` stands."""
+        def fill(value):
+            if isinstance(value, str):
+                return value.replace(PAYLOAD_MARK, text)
+            if isinstance(value, list):
+                return [fill(v) for v in value]
+            if isinstance(value, dict):
+                return {k: fill(v) for k, v in value.items()}
+            return value
+        return {"name": self.name, "arguments": fill(self.arguments)}
+
+    @property
+    def verifiable(self) -> bool:
+        """True when the answer can be checked: reverse_text with the reference arguments."""
+        return self.name == REFERENCE_TOOL and self.arguments == {"text": PAYLOAD_MARK}
 
 
-def tool_session(command: Command, revision: str, timeout_s: float, payload_bytes: int,
-                 progress: Progress = lambda _: None) -> dict:
-    """One session: initialize, ``notifications/initialized``, ``tools/list``, idle memory of
-    the settled process tree, then ``reverse_text`` on a ``payload_bytes`` ASCII string (peak
-    tree memory, round trip, exact check) and on UNICODE_CHECK, then the spec's shutdown.
-
-    Returns:
-        ``{tools, memory, payload, shutdown, orphans, traffic, warnings}``, the blocks shaped
-        as design.md's results file; ``payload`` is None when the server has no ``reverse_text`` tool.
+def result_of(response: Response, what: str) -> dict:
+    """The ``result`` object of an answer.
 
     Raises:
-        SessionError: a request got no valid answer (ProbeError: a wrong one).
+        ProbeError: a JSON-RPC error answer (code and message quoted) or a result that is
+            not an object.
     """
-    session = StdioSession.spawn(command, first_request=initialize_request(revision))
-    warnings: list[str] = []
+    error = response.message.get("error")
+    if error is not None:
+        raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
+                         f"{error.get('message')}")
+    result = response.message.get("result")
+    if not isinstance(result, dict):
+        raise ProbeError(f"{what} returned a result that is not an object: "
+                         f"{json.dumps(result)[:100]}")
+    return result
+
+
+def initialize_result(response: Response) -> dict:
+    """The result of an ``initialize`` answer.
+
+    Raises:
+        ProbeError: an error answer, or a result without a protocolVersion string.
+    """
+    result = result_of(response, "initialize")
+    if not isinstance(result.get("protocolVersion"), str):
+        raise ProbeError("initialize result has no protocolVersion string: "
+                         f"{json.dumps(result.get('protocolVersion'))[:100]}")
+    return result
+
+
+@dataclass
+class ToolList:
+    """The merged answer of ``tools/list`` followed through ``nextCursor``.
+
+    ``list_bytes``: the answers' lines as written; ``definitions_bytes``: the merged tool
+    definitions as compact JSON (what a client puts into a prompt); ``at_ns``: arrival of
+    the last page."""
+
+    tools: list
+    pages: int
+    list_bytes: int
+    at_ns: int
+    warnings: list[dict]
+
+    @property
+    def definitions_bytes(self) -> int:
+        return len(json.dumps(self.tools, ensure_ascii=False, separators=(",", ":")).encode())
+
+    def find(self, name: str) -> dict | None:
+        """The listed tool called ``name``, or None."""
+        return next((t for t in self.tools if isinstance(t, dict) and t.get("name") == name),
+                    None)
+
+
+def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> ToolList:
+    """``tools/list``, following ``nextCursor`` until it is absent (MCP pagination), stopped
+    with a warning by a cursor seen before or past MAX_PAGES pages / MAX_TOOLS tools.
+
+    Raises:
+        SessionError: a page got no usable answer (ProbeError: a wrong one).
+    """
+    tools, seen, warnings = [], set(), []
+    pages = size = 0
+    cursor = None
+    while True:
+        params = {"cursor": cursor} if cursor is not None else {}
+        if meta:
+            params["_meta"] = meta
+        response = session.request("tools/list", params, timeout_s)
+        result = result_of(response, "tools/list")
+        page = result.get("tools")
+        if not isinstance(page, list):
+            raise ProbeError(f"tools/list result has no tools list: {str(page)[:200]!r}")
+        tools += page
+        pages, size = pages + 1, size + response.size_bytes
+        cursor = result.get("nextCursor")
+        stop = None
+        if cursor is None:
+            break
+        if not isinstance(cursor, str):
+            stop = f"nextCursor {json.dumps(cursor)[:60]} is not a string"
+        elif cursor in seen:
+            stop = f"nextCursor {cursor[:60]!r} repeated a cursor already followed"
+        elif pages >= MAX_PAGES or len(tools) >= MAX_TOOLS:
+            stop = f"{pages} pages / {len(tools)} tools reached (limits {MAX_PAGES} / {MAX_TOOLS})"
+        if stop:
+            warnings.append({"kind": "paging", "metric": "tools",
+                             "detail": f"tools/list paging stopped: {stop}"})
+            break
+        seen.add(cursor)
+    return ToolList(tools, pages, size, response.at_ns, warnings)
+
+
+@dataclass
+class CallResult:
+    """One ``tools/call``: the joined text content, the result object and the answer."""
+
+    text: str
+    result: dict
+    response: Response
+
+    @property
+    def is_error(self) -> bool:
+        return self.result.get("isError") is True
+
+
+def call_tool(session: Session, call: ToolCall, text: str, timeout_s: float,
+              meta: dict | None = None) -> CallResult:
+    """Call ``call``'s tool with ``text`` as its payload; a tool-level error (``isError``)
+    is returned, not raised.
+
+    Raises:
+        SessionError: no usable answer (ProbeError: a JSON-RPC error or no content list).
+    """
+    params = call.params(text)
+    if meta:
+        params["_meta"] = meta
+    what = f"tools/call {call.name}"
+    response = session.request("tools/call", params, timeout_s)
+    result = result_of(response, what)
+    content = result.get("content")
+    if not isinstance(content, list):
+        raise ProbeError(f"{what}: the result has no content list: {str(result)[:200]!r}")
+    answer = "".join(str(item.get("text", "")) for item in content
+                     if isinstance(item, dict) and item.get("type") == "text")
+    return CallResult(answer, result, response)
+
+
+def tool_error(call: ToolCall, outcome: CallResult) -> ProbeError:
+    """The failure for a call whose tool said ``isError``, in the server's own words."""
+    return ProbeError(f"tools/call {call.name}: the tool reported an error: "
+                      f"{outcome.text[:300]!r}")
+
+
+@dataclass
+class Skips:
+    """Methods of one server that failed once and are not asked again in later runs
+    (fault-cases.md, case 16): method -> the cause."""
+
+    causes: dict[str, str] = field(default_factory=dict)
+
+    def note(self, method: str, cause: str) -> None:
+        self.causes.setdefault(method, cause)
+
+    def __contains__(self, method: str) -> bool:
+        return method in self.causes
+
+
+def settle_pause(pause_ms: float) -> None:
+    """The fixed idle pause before a timed spawn: nothing of mcpstart runs meanwhile."""
+    if pause_ms > 0:
+        time.sleep(pause_ms / 1000)
+
+
+def _ms(session: Session, at_ns: int | None) -> float | None:
+    return None if at_ns is None else (at_ns - session.t0_ns) / 1e6
+
+
+def cold_start(command: Command, revision: str, timeout_s: float, pause_ms: float,
+               call: ToolCall | None, skips: Skips,
+               before_spawn: Callable[[], None] = lambda: None) -> dict:
+    """One timed cold start with its phases, on a fresh spawn: ``initialize`` (the
+    handshake), then ``notifications/initialized`` and ``tools/list`` to its last page, then
+    one small ``tools/call`` of ``call`` (None: no call), then the spec's shutdown.
+
+    ``before_spawn`` runs before the pause (e.g. evicting the page cache). Phases whose
+    method is in ``skips`` are left out; a phase that fails is noted there and left null.
+
+    Returns:
+        ``{handshake, first_byte, tools_list, first_call, negotiated_revision, server_info,
+        capabilities, tools, shutdown, traffic}``: the phases in ms from just before the
+        spawn (None when not reached), ``tools`` the ToolList or None.
+
+    Raises:
+        SessionError: no valid initialize answer (the run failed; the process is gone).
+    """
+    prepared = prepare(command)
+    before_spawn()
+    settle_pause(pause_ms)
+    session = Session.start(command, initialize_request(revision), prepared)
+    sample = {"handshake": None, "first_byte": None, "tools_list": None, "first_call": None,
+              "tools": None}
     try:
-        _initialize(session, timeout_s)
+        response = session.wait(1, timeout_s)
+        init = initialize_result(response)
+        sample["handshake"] = _ms(session, response.at_ns)
+        sample.update(negotiated_revision=init["protocolVersion"],
+                      server_info=init.get("serverInfo"), capabilities=init.get("capabilities"))
         session.notify("notifications/initialized")
-        progress("tools/list")
-        listing = session.request("tools/list", {}, timeout_s)
-        tools = _result(listing, "tools/list").get("tools")
-        if not isinstance(tools, list):
-            raise ProbeError(f"tools/list result has no tools list: {str(tools)[:200]!r}")
-        tool = next((t for t in tools if isinstance(t, dict) and t.get("name") == TOOL_NAME), None)
+        if "tools/list" not in skips:
+            try:
+                listing = list_tools(session, timeout_s)
+                sample["tools_list"], sample["tools"] = _ms(session, listing.at_ns), listing
+            except SessionError as err:
+                skips.note("tools/list", str(err))
+        listing = sample["tools"]
+        if call and listing and listing.find(call.name) and f"tools/call {call.name}" not in skips:
+            try:
+                outcome = call_tool(session, call, payload_text(SMALL_PAYLOAD_BYTES), timeout_s)
+                if outcome.is_error:
+                    raise tool_error(call, outcome)
+                sample["first_call"] = _ms(session, outcome.response.at_ns)
+            except SessionError as err:
+                skips.note(f"tools/call {call.name}", str(err))
+    finally:
+        sample["first_byte"] = _ms(session, session.transport.first_byte_ns)
+        sample["shutdown"] = session.shutdown()
+        sample["traffic"] = session.traffic
+    return sample
+
+
+def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic,
+                 progress: Callable[[str], None] = lambda _: None) -> None:
+    """One warm session, filling ``row`` (a results.ServerResult) step by step so that a
+    failure keeps everything measured before it (fault-cases.md, case 15): initialize,
+    ``notifications/initialized``, ``tools/list`` (all pages: the ``tools`` block), idle
+    memory once settled (``memory``), ``settings.round_trips`` small calls one at a time
+    (``round_trip_ms``), the large call twice: once timed with nothing else of mcpstart
+    running (``payload``), once for its memory (high-water marks reset, the process set
+    sampled), a Unicode check for reverse_text, and the spec's shutdown (``shutdown``,
+    ``orphans``; also on failure).
+
+    Raises:
+        SessionError: a step got no usable answer; the row keeps what came before.
+    """
+    from . import memory
+
+    session = Session.start(command, initialize_request(settings.requested_revision))
+    try:
+        initialize_result(session.wait(1, settings.timeout_s))
+        session.notify("notifications/initialized")
+        listing = None
+        if "tools/list" not in skips:  # a method that got no answer is not asked again
+            progress("tools/list")
+            listing = list_tools(session, settings.timeout_s)
+            call = settings.call or (ToolCall() if listing.find(REFERENCE_TOOL) else None)
+            tool = listing.find(call.name) if call else None
+            row.tools = {"count": len(listing.tools), "pages": listing.pages,
+                         "list_bytes": listing.list_bytes,
+                         "definitions_bytes": listing.definitions_bytes,
+                         "with_output_schema": sum(1 for t in listing.tools if isinstance(t, dict)
+                                                   and t.get("outputSchema")),
+                         "output_schema": bool(tool.get("outputSchema")) if tool else None,
+                         "structured_content": None}
+            row.warnings += listing.warnings
         progress("idle memory")
-        settled, waited = memory.settle(session.tree)
+        settled, waited = memory.settle(session.processes, session.serve, settings.settle)
+        idle = memory.idle_rows(session.processes)
+        row.memory = memory.idle_block(idle, waited, settings.settle,
+                                       memory.sharing(session.processes))
         if not settled:
-            warnings.append(f"idle memory did not settle within {waited:.1f} s")
-        idle = [row for p in session.tree() if (row := memory.describe(p, full=True))]
-        payload, peaks, structured = None, {}, None
+            row.warn("memory", f"idle memory did not settle within {waited:.1f} s",
+                     "memory.idle_rss_bytes")
+        if listing is None:
+            return
+        if call is None:
+            row.skip_block("payload", f"the server lists no {REFERENCE_TOOL} tool; name one "
+                                      "with --call TOOL")
+            row.skip_block("round_trip_ms", "no tool to call")
+            return
         if tool is None:
-            warnings.append(f"no {TOOL_NAME} tool: payload not measured")
+            names = ", ".join(str(t.get("name")) for t in listing.tools[:20] if isinstance(t, dict))
+            raise ProbeError(f"tools/call {call.name}: the server lists no such tool "
+                             f"(it lists: {names or 'none'})")
+        if settings.round_trips:
+            progress(f"{settings.round_trips} warm round trips")
+            row.round_trip_ms = round_trips(session, call, settings.round_trips,
+                                            settings.timeout_s)
         else:
-            progress(f"tools/call with {payload_bytes} bytes")
-            payload, peaks, structured = _payload_call(session, payload_bytes, timeout_s)
+            row.skip_block("round_trip_ms", "--round-trips 0")
+        progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
+        text = payload_text(settings.payload_bytes)
+        outcome = call_tool(session, call, text, settings.timeout_s)
+        row.payload = {"tool": call.name, "request_bytes": len(text),
+                       "response_bytes": outcome.response.size_bytes,
+                       "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
+                       "verified": outcome.text == text[::-1] if call.verifiable else None,
+                       "unicode_verified": None, "is_error": outcome.is_error}
+        row.tools["structured_content"] = "structuredContent" in outcome.result
+        if outcome.is_error:
+            raise tool_error(call, outcome)
+        progress(f"memory during tools/call {call.name}")
+        row.memory.update(memory.peak_during(
+            session.processes, lambda: call_tool(session, call, text, settings.timeout_s),
+            row.memory["processes"]))
+        for warning in memory.peak_warnings(row.memory):
+            row.warn("memory", warning, "memory.peak_rss_bytes_payload")
+        if call.verifiable:
+            check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
+            row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]
     finally:
         shutdown = session.shutdown()
-    return {
-        "tools": {"count": len(tools), "list_bytes": listing.size_bytes,
-                  "output_schema": bool(tool and tool.get("outputSchema")),
-                  "structured_content": structured},
-        "memory": _memory_block(idle, peaks),
-        "payload": payload,
-        "shutdown": {"how": shutdown["how"], "ms": shutdown["ms"]},
-        "orphans": shutdown["orphans"],
-        "traffic": session.traffic,
-        "warnings": warnings,
-    }
+        row.shutdown = {"how": shutdown["how"], "ms": shutdown["ms"]}
+        row.orphans += shutdown["orphans"]
+        traffic.merge(session.traffic)
 
 
-def _payload_call(session: StdioSession, payload_bytes: int, timeout_s: float):
-    text = payload_text(payload_bytes)
-    procs = session.tree()
-    exact = memory.reset_high_water_marks(procs)
-    with memory.PeakSampler(session.tree) as sampler:
-        answer, result, response, sent_ns = _call_text(session, text, timeout_s)
-        marks = memory.high_water_marks(session.tree()) if exact else {}
-    verified = answer == text[::-1]
-    short, _, _, _ = _call_text(session, UNICODE_CHECK, timeout_s)
-    unicode_verified = short == UNICODE_CHECK[::-1]
-    payload = {
-        "request_bytes": len(text), "response_bytes": response.size_bytes,
-        "round_trip_ms": (response.at_ns - sent_ns) / 1e6,
-        "verified": verified, "unicode_verified": unicode_verified,
-    }
-    peaks = {"vmhwm": marks, "sampled": sampler.peak_bytes, "sample_count": sampler.samples}
-    return payload, peaks, "structuredContent" in result
+def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) -> dict:
+    """``count`` small calls of ``call`` on a warm session, one in flight, nothing else of
+    mcpstart running. Returns ``{n, p50, p95, samples}`` in ms (request written to answer
+    read; p95 by linear interpolation, null under 20 calls).
 
+    Raises:
+        SessionError: a call got no usable answer or its tool reported an error.
+    """
+    from .stats import summarize
 
-def _memory_block(idle: list[dict], peaks: dict) -> dict:
-    def total(key: str) -> int | None:
-        values = [row[key] for row in idle]
-        return sum(values) if values and None not in values else None
-
-    marks = peaks.get("vmhwm") or {}
-    processes = [{"pid": r["pid"], "ppid": r["ppid"], "name": r["name"], "cmdline": r["cmdline"],
-                  "idle_rss_bytes": r["rss_bytes"], "idle_pss_bytes": r["pss_bytes"],
-                  "idle_uss_bytes": r["uss_bytes"], "peak_rss_bytes_payload": marks.get(r["pid"])}
-                 for r in idle]
-    sampled = peaks.get("sampled")
-    return {
-        "idle_rss_bytes": total("rss_bytes"),
-        "idle_pss_bytes": total("pss_bytes"),
-        "idle_uss_bytes": total("uss_bytes"),
-        "peak_rss_bytes_payload": sum(marks.values()) if marks else sampled,
-        "peak_rss_bytes_sampled": sampled,
-        "peak_method": ("vmhwm" if marks else "sampled") if peaks else None,
-        "peak_samples": peaks.get("sample_count"),
-        "processes": processes,
-    }
+    text = payload_text(SMALL_PAYLOAD_BYTES)
+    samples = []
+    for _ in range(count):
+        outcome = call_tool(session, call, text, timeout_s)
+        if outcome.is_error:
+            raise tool_error(call, outcome)
+        samples.append((outcome.response.at_ns - outcome.response.sent_ns) / 1e6)
+    stats = summarize(samples)
+    return {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"], "samples": samples}

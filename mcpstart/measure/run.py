@@ -1,134 +1,319 @@
-"""A measurement run: build what is stale, then measure each server one at a time and
-rewrite the results file after every server."""
+"""A measurement run over several servers: the revision matrix, the cold-start series (in
+interleaved rounds or one server after another), then one tool session per server, with the
+results file rewritten after every round and every server.
+
+Per-server figures are measured one server at a time, never two at once (design.md).
+"""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 
-from .. import Progress, __version__, defaults
-from . import machine
-from ..targets.build import Build, ensure_built
-from .footprint import measure_footprint
-from .probes import handshake_series, tool_session
-from ..targets.recipes import Recipe
+from .. import Progress, __version__
 from ..results import Results, ServerResult
-from ..stdio.session import Command, SessionError
+from ..stdio.session import Command, SessionError, Traffic
+from . import machine, revisions
+from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start, modern_request,
+                     payload_text, result_of, settle_pause, tool_session)
+from .settings import Settings
+from .stats import series_warnings, summarize
+
+PHASES = ("first_byte", "tools_list", "first_call")
 
 
+@dataclass
+class Server:
+    """One server of a run: its row (already holding what is known before measuring, e.g. a
+    build failure or the footprint) and what to spawn (None when it cannot be measured)."""
 
-@dataclass(frozen=True)
-class Settings:
-    """How a run measures. ``runs`` counted cold starts after ``warmup`` warm-up runs per
-    server; ``timeout_s`` bounds every wait on a server; ``env`` is set for every server on
-    top of mcpstart's environment (only its keys are stored)."""
+    row: ServerResult
+    command: Command | None
+    before_spawn: Callable[[], None] = lambda: None
+    skips: Skips = field(default_factory=Skips)
+    traffic: Traffic = field(default_factory=Traffic)
+    runs: list[dict] = field(default_factory=list)
+    modern: dict = field(default_factory=lambda: {"discover": [], "first_call": []})
+    stopped: bool = False
 
-    runs: int = defaults.RUNS
-    warmup: int = defaults.WARMUP
-    timeout_s: float = defaults.TIMEOUT_S
-    payload_bytes: int = defaults.PAYLOAD_BYTES
-    requested_revision: str = defaults.REVISION
-    env: dict[str, str] = field(default_factory=dict)
-
-    def record(self) -> dict:
-        """The results file's ``settings`` block."""
-        data = asdict(self)
-        data["env_keys"] = sorted(data.pop("env"))
-        data["order"] = "sequential: one server at a time, warm-up runs first"
-        return data
+    @property
+    def measurable(self) -> bool:
+        return self.command is not None and self.row.status == "ok" and not self.stopped
 
 
-def measure_server(row: ServerResult, command: Command, settings: Settings,
-                   progress: Progress = lambda _: None) -> ServerResult:
-    """Fill ``row`` with the cold-start series and the tool session of ``command``.
-
-    A server that fails gets status "failed" and the cause in ``reason``; whatever was
-    measured before the failure stays in the row. Never raises for a server's misbehaviour.
-    """
-    row.command = command.record()
-    row.protocol = {"requested_revision": settings.requested_revision, "negotiated_revision": None}
-    try:
-        series = handshake_series(command, settings.runs, settings.warmup,
-                                  settings.requested_revision, settings.timeout_s, progress)
-        row.handshake_ms = series["handshake_ms"]
-        row.phases_ms = {"first_byte": series["first_byte_ms"]}
-        row.protocol["negotiated_revision"] = series["negotiated_revision"]
-        if series["negotiated_revision"] != settings.requested_revision:
-            row.warnings.append(f"requested protocol revision {settings.requested_revision!r}, "
-                                f"server negotiated {series['negotiated_revision']!r}")
-        row.orphans += series["orphans"]
-        row.warnings += series["warnings"]
-        traffic = series["traffic"]
-        session = tool_session(command, settings.requested_revision, settings.timeout_s,
-                               settings.payload_bytes, progress)
-    except SessionError as err:
-        row.fail(str(err))
-        return row
-    row.tools, row.memory, row.payload = session["tools"], session["memory"], session["payload"]
-    row.shutdown = session["shutdown"]
-    row.orphans += session["orphans"]
-    traffic.merge(session["traffic"])
-    row.warnings += session["warnings"] + traffic.warnings()
-    if row.orphans:
-        row.warnings.append(f"{len(row.orphans)} process(es) left the process group and were killed")
-    payload = row.payload or {}
-    if payload and not payload["verified"]:
-        row.fail(f"reverse_text returned a wrong result for the {payload['request_bytes']}-byte payload")
-    if payload and not payload["unicode_verified"]:
-        row.fail("reverse_text did not reverse by code points (emoji / combining mark check)")
-    return row
-
-
-def new_results(argv: list[str], settings: Settings, toolchains: dict[str, str]) -> Results:
+def new_results(argv: list[str], settings: Settings, order: str,
+                toolchains: dict[str, str]) -> Results:
     """An empty Results for this run, with the machine's metadata."""
     return Results(created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                    mcpstart_version=__version__, argv=argv,
-                   environment=machine.describe(toolchains), settings=settings.record())
+                   environment=machine.describe(toolchains), settings=settings.record(order))
 
 
-def build_all(recipes: list[Recipe], cache: Path, rebuild: bool = False,
-              progress: Progress = lambda _: None) -> list[Build]:
-    """Build every recipe (one at a time; each failure or skip is kept, the others go on)."""
-    return [ensure_built(recipe, cache, rebuild, progress) for recipe in recipes]
+def run_order(names: list[str], rounds: int, order: str, seed: int) -> list[tuple[int, str]]:
+    """The cold-start runs as (round, server) in the order they run. "interleave": every
+    round runs each server once, in an order shuffled per round by ``random.Random(seed)``;
+    "sequential": all rounds of one server, then the next."""
+    if order == "sequential":
+        return [(r, name) for name in names for r in range(rounds)]
+    rng = random.Random(seed)
+    sequence = []
+    for r in range(rounds):
+        shuffled = list(names)
+        rng.shuffle(shuffled)
+        sequence += [(r, name) for name in shuffled]
+    return sequence
 
 
-def measure_builds(builds: list[Build], settings: Settings, argv: list[str],
-                   require_all: bool = False, progress: Progress = lambda _: None,
-                   on_row: Callable[[Results], None] = lambda _: None) -> Results:
-    """Measure each built server in turn; ``on_row`` gets the results after each row (the CLI
-    rewrites the results file there).
+def measure(servers: list[Server], settings: Settings, argv: list[str],
+            toolchains: dict[str, str], progress: Progress = lambda _: None,
+            on_update: Callable[[Results], None] = lambda _: None) -> Results:
+    """Measure ``servers`` and return the Results; ``on_update`` gets them after every round
+    and every tool session (the CLI rewrites the results file there).
 
-    A skipped build is a "skipped" row ("failed" with ``require_all``), a failed build a
-    "failed" row with the log's tail; the other servers go on either way.
+    A server whose step fails keeps everything measured before (status "failed", the cause
+    in ``reason``); the other servers go on. Never raises for a server's misbehaviour.
     """
-    toolchains = {k: v for b in builds for k, v in b.toolchains.items()}
-    results = new_results(argv, settings, toolchains)
-    for index, build in enumerate(builds, 1):
-        recipe = build.recipe
-        step = lambda text, n=recipe.name: progress(f"[{index}/{len(builds)}] {n}: {text}")
-        row = ServerResult(recipe.name, recipe.language, recipe.sdk, recipe.sdk_version)
-        if build.status == "skipped":
-            row.status, row.reason = "skipped", build.reason
-            if require_all:
-                row.fail(f"{build.reason} (--require-all)")
-        elif not build.ok:
-            row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
-        else:
-            step("footprint")
-            try:
-                row.footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
-                row.sdk_version = resolved or recipe.sdk_version
-                row.warnings += warnings
-            except Exception as err:  # a footprint is a side figure: never lose the row for it
-                row.warnings.append(f"footprint not measured: {type(err).__name__}: {err}")
-            try:
-                measure_server(row, build.command(settings.env), settings, step)
-            except Exception as err:  # unexpected data from one server must not end the run
-                row.fail(f"mcpstart could not measure this server: {type(err).__name__}: {err}")
-        outcome = row.status if row.status == "ok" else f"{row.status}: {row.reason.splitlines()[0]}"
-        step(outcome + "".join(f"\n  warning: {w}" for w in row.warnings))
-        results.servers.append(row)
-        on_row(results)
+    order = settings.order or ("interleave" if len(servers) > 1 else "sequential")
+    results = new_results(argv, settings, order, toolchains)
+    results.servers = [s.row for s in servers]
+    for server in servers:
+        server.row.protocol = {"requested_revision": settings.requested_revision,
+                               "negotiated_revision": None}
+        if server.command is not None:
+            server.row.command = server.command.record()
+    live = [s for s in servers if s.measurable]
+    for index, server in enumerate(live, 1):
+        progress(f"[{index}/{len(live)}] {server.row.name}: revision matrix")
+        _guard(server, lambda s=server: _matrix(s, settings))
+    on_update(results)
+    _cold_starts(live, settings, order, results, progress, on_update)
+    for index, server in enumerate(live, 1):
+        if server.measurable or not _could_not_start(server):
+            step = lambda text, n=server.row.name: progress(f"[{index}/{len(live)}] {n}: {text}")
+            _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
+                                                         s.traffic, step))
+        _finish(server, results)
+        on_update(results)
     return results
+
+
+def _guard(server: Server, step: Callable[[], None]) -> None:
+    """Run one step of a server; its failure fails the row, never the run."""
+    try:
+        step()
+    except SessionError as err:
+        server.row.fail(str(err))
+    except Exception as err:  # unexpected data from one server must not end the run
+        server.row.fail(f"mcpstart could not measure this server: {type(err).__name__}: {err}")
+
+
+def _could_not_start(server: Server) -> bool:
+    """True when no cold start of the server got an initialize answer."""
+    return not any(run.get("handshake") is not None for run in server.runs)
+
+
+def _matrix(server: Server, settings: Settings) -> None:
+    protocol, warnings = revisions.derive(revisions.matrix(server.command,
+                                                           settings.probe_timeout_s))
+    server.row.protocol.update(protocol)
+    for warning in warnings:
+        server.row.warn("protocol", warning, "protocol.era")
+
+
+def _cold_starts(servers: list[Server], settings: Settings, order: str, results: Results,
+                 progress: Progress, on_update: Callable[[Results], None]) -> None:
+    rounds = settings.warmup + settings.runs
+    by_name = {s.row.name: s for s in servers}
+    sequence = run_order(list(by_name), rounds, order, settings.seed)
+    for position, (round_, name) in enumerate(sequence):
+        server = by_name[name]
+        if server.stopped:
+            continue
+        warmup = round_ < settings.warmup
+        label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
+                 else f"run {round_ - settings.warmup + 1}/{settings.runs}")
+        progress(f"{name}: cold start {label}")
+        results.run_sequence.append({"round": round_, "server": name, "warmup": warmup})
+        try:
+            _one_run(server, settings, warmup)
+        except SessionError as err:
+            server.row.fail(f"cold start {label}: {err}")
+            server.stopped = True
+        _summarize(server, settings)
+        last_of_round = position + 1 == len(sequence) or sequence[position + 1][0] != round_
+        if order == "sequential" and (position + 1 == len(sequence)
+                                      or sequence[position + 1][1] != name):
+            on_update(results)
+        elif order == "interleave" and last_of_round:
+            on_update(results)
+
+
+def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
+    """One legacy cold start with its phases, plus the two modern-era cold starts where the
+    server speaks 2026-07-28; each on a fresh spawn after the pause."""
+    call = settings.call or ToolCall()
+    sample = cold_start(server.command, settings.requested_revision, settings.timeout_s,
+                        settings.pause_ms, call, server.skips, server.before_spawn)
+    sample["warmup"] = warmup
+    server.runs.append(sample)
+    server.traffic.merge(sample["traffic"])
+    server.row.orphans += sample["shutdown"]["orphans"]
+    if revisions.speaks_modern(server.row.protocol):
+        _modern_runs(server, settings, call, sample, warmup)
+
+
+def _modern_runs(server: Server, settings: Settings, call: ToolCall, legacy: dict,
+                 warmup: bool) -> None:
+    listing = legacy.get("tools")
+    firsts = {"discover": modern_request("server/discover")}
+    if listing and listing.find(call.name):
+        firsts["first_call"] = modern_request("tools/call", call.params(
+            payload_text(SMALL_PAYLOAD_BYTES)))
+    for series, request in firsts.items():
+        if series in server.skips:
+            continue
+        try:
+            ms = _modern_once(server, settings, request, call)
+        except SessionError as err:
+            server.skips.note(series, f"modern-era cold start ({series}): {err}")
+            continue
+        server.modern[series].append((ms, warmup))
+
+
+def _modern_once(server: Server, settings: Settings, request: dict, call: ToolCall) -> float:
+    from ..stdio.session import Session
+    from ..stdio.transport import prepare
+
+    prepared = prepare(server.command)
+    server.before_spawn()
+    settle_pause(settings.pause_ms)
+    session = Session.start(server.command, request, prepared)
+    try:
+        response = session.wait(1, settings.timeout_s)
+        what = request["method"] if request["method"] != "tools/call" else f"tools/call {call.name}"
+        result = result_of(response, what)
+        if request["method"] == "tools/call" and result.get("isError") is True:
+            raise ProbeError(f"{what}: the tool reported an error")
+        return (response.at_ns - session.t0_ns) / 1e6
+    finally:
+        shutdown = session.shutdown()
+        server.row.orphans += shutdown["orphans"]
+        server.traffic.merge(session.traffic)
+
+
+def _stats(pairs: list[tuple[float | None, bool]]) -> dict:
+    return summarize([v for v, w in pairs if v is not None and not w],
+                     [v for v, w in pairs if v is not None and w])
+
+
+def _summarize(server: Server, settings: Settings) -> None:
+    """Turn the runs so far into the row's stats blocks (rewritten after every run)."""
+    row, runs = server.row, server.runs
+    if not runs:
+        return
+    row.handshake_ms = _stats([(r["handshake"], r["warmup"]) for r in runs])
+    row.phases_ms = {phase: _stats([(r[phase], r["warmup"]) for r in runs]) for phase in PHASES}
+    last = runs[-1]
+    row.protocol["negotiated_revision"] = last.get("negotiated_revision")
+    row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
+    if revisions.speaks_modern(row.protocol):
+        row.modern_ms = {series: _stats(pairs) if pairs else None
+                         for series, pairs in server.modern.items()}
+
+
+def _finish(server: Server, results: Results) -> None:
+    """Warnings and reasons that need the whole row: the series' statistics, the traffic,
+    the negotiated revision, the methods that failed, what was not measured."""
+    row, settings = server.row, results.settings
+    env = results.environment
+    for metric, block in (("handshake_ms", row.handshake_ms),
+                          *((f"phases_ms.{p}", (row.phases_ms or {}).get(p)) for p in PHASES)):
+        row.warnings += series_warnings(metric, block, env.get("load_average"),
+                                        env.get("cpu_count"))
+    revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}
+    if len(revisions_seen) > 1:
+        row.warn("protocol", f"negotiated revision varied between runs: {sorted(revisions_seen)}",
+                 "protocol.negotiated_revision")
+    negotiated = row.protocol.get("negotiated_revision")
+    if negotiated and negotiated != settings["requested_revision"]:
+        row.warn("protocol", f"requested protocol revision {settings['requested_revision']!r}, "
+                             f"server negotiated {negotiated!r}", "protocol.negotiated_revision")
+    for method, cause in server.skips.causes.items():
+        row.fail(cause)
+    row.warnings += server.traffic.warnings()
+    if row.orphans:
+        row.warn("orphans", f"{len(row.orphans)} process(es) left the process group and were "
+                            "killed")
+    payload = row.payload or {}
+    if payload.get("verified") is False:
+        row.fail(f"{payload['tool']} returned a wrong result for the "
+                 f"{payload['request_bytes']}-byte payload")
+    if payload.get("unicode_verified") is False:
+        row.fail(f"{payload['tool']} did not reverse by code points (emoji / combining mark "
+                 "check)")
+    if row.modern_ms is None and row.protocol.get("era") is not None:
+        row.skip_block("modern_ms", "server/discover did not list 2026-07-28")
+    if row.phases_ms and row.phases_ms["first_call"]["n"] == 0 and not server.skips.causes:
+        row.skip_block("phases_ms.first_call", "no tool to call (--call TOOL names one)")
+
+
+def from_build(build, settings: Settings, require_all: bool = False) -> Server:
+    """A Server from a recipe's Build: skipped (missing toolchain; failed with
+    ``require_all``), failed (build failed, with the log's tail), or ready to measure with
+    its footprint counted now, before anything is timed."""
+    from .footprint import measure_footprint
+
+    recipe = build.recipe
+    row = ServerResult(recipe.name, recipe.language, recipe.sdk, recipe.sdk_version)
+    if build.status == "skipped":
+        row.status, row.reason = "skipped", build.reason
+        if require_all:
+            row.fail(f"{build.reason} (--require-all)")
+        return Server(row, None)
+    if not build.ok:
+        row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
+        return Server(row, None)
+    try:
+        row.footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
+        row.sdk_version = resolved or recipe.sdk_version
+        for warning in warnings:
+            row.warn("footprint", warning, "footprint")
+    except Exception as err:  # a footprint is a side figure: never lose the row for it
+        row.warn("footprint", f"footprint not measured: {type(err).__name__}: {err}",
+                 "footprint")
+    return Server(row, build.command(settings.env))
+
+
+def from_target(target, settings: Settings) -> Server:
+    """A Server from a bare command or an editor config's entry (targets.command.Target):
+    no recipe, so no footprint (``not_measured``), the target's notes as warnings."""
+    row = ServerResult(target.name)
+    row.skip_block("footprint", "no recipe (a command line or an editor config): nothing "
+                                "was built, so there is no artifact to count")
+    for note in target.notes:
+        row.warn("target", note)
+    command = Command(list(target.argv), target.cwd, {**target.env, **settings.env},
+                      target.base_env)
+    return Server(row, command)
+
+
+def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
+                require_all: bool = False, progress: Progress = lambda _: None
+                ) -> tuple[list[Server], dict[str, str]]:
+    """The Servers of a targets.plan.Plan, in its order: recipes built (cached builds reused)
+    and their footprints counted, targets as they are, skipped config entries as rows.
+    Returns them and the toolchain versions the builds used."""
+    from ..targets.build import ensure_built
+
+    servers, toolchains = [], {}
+    for recipe in plan.recipes:
+        build = ensure_built(recipe, cache, rebuild, progress)
+        toolchains.update(build.toolchains)
+        servers.append(from_build(build, settings, require_all))
+    servers += [from_target(target, settings) for target in plan.targets]
+    for skipped in plan.skipped:
+        row = ServerResult(skipped.name, status="skipped", reason=skipped.reason)
+        servers.append(Server(row, None))
+    return servers, toolchains

@@ -33,6 +33,41 @@ parser.add_argument("--revision", default=None, help="protocolVersion to answer 
 parser.add_argument("--output-schema", action="store_true", help="declare outputSchema")
 parser.add_argument("--reply", action="append", default=[], metavar="METHOD=JSON",
                     help="answer METHOD with this JSON object's keys (id, result, error) instead")
+parser.add_argument("--raw", action="append", default=[], metavar="METHOD=TEXT",
+                    help="answer METHOD by writing TEXT as it is ({id} becomes the request's id)")
+parser.add_argument("--batch", action="store_true", help="wrap every answer in a batch array")
+parser.add_argument("--no-jsonrpc", action="store_true", help='answers without "jsonrpc"')
+parser.add_argument("--pretty", action="store_true", help="pretty-print answers over many lines")
+parser.add_argument("--string-id", action="store_true", help='answer id 1 as "1"')
+parser.add_argument("--pages", type=int, default=1, help="tools/list pages; reverse_text last")
+parser.add_argument("--cursor-loop", action="store_true", help="nextCursor never advances")
+parser.add_argument("--launcher", action="store_true",
+                    help="fork: the child serves, the spawned process exits 0 at once")
+parser.add_argument("--call-error", action="store_true",
+                    help="answer a large tools/call with isError: payload too large")
+parser.add_argument("--exit-on-large", action="store_true", help="exit 3 on a large line")
+parser.add_argument("--only-initialize", action="store_true", help="answer initialize only")
+parser.add_argument("--child-alloc-mib", type=int, default=0,
+                    help="per tools/call, a child that holds this many MiB for 0.3 s, then exits")
+parser.add_argument("--then-alloc-mib", type=int, default=0,
+                    help="after the child: hold this many MiB for 0.3 s in the server itself")
+parser.add_argument("--helper-mib", type=int, default=0,
+                    help="start a helper process holding this many MiB")
+parser.add_argument("--helper-exits-on-call", action="store_true",
+                    help="the helper is ended by the first large tools/call")
+parser.add_argument("--double-fork-mib", type=int, default=0,
+                    help="a helper that double-forks out of the session, holding this many MiB")
+parser.add_argument("--discover", default=None, metavar="VERSIONS",
+                    help="answer server/discover with these comma-separated supportedVersions")
+parser.add_argument("--discover-no-result-type", action="store_true",
+                    help="answer server/discover without resultType")
+parser.add_argument("--exit-on-discover", action="store_true",
+                    help="exit 1 when the first message is not initialize")
+parser.add_argument("--silent-discover", action="store_true", help="never answer server/discover")
+parser.add_argument("--reject-initialize", type=int, default=None, metavar="CODE",
+                    help="reject initialize with this code and data.supported (modern only)")
+parser.add_argument("--era-pinned", action="store_true",
+                    help="the first message pins the era: initialize first -> legacy only")
 args = parser.parse_args()
 
 out = os.fdopen(1, "wb", buffering=1 << 30 if args.no_flush else 0)
@@ -53,7 +88,13 @@ def write(data: bytes) -> None:
 
 
 def send(message: dict) -> None:
-    body = json.dumps(message).encode()
+    if args.no_jsonrpc:
+        message = {k: v for k, v in message.items() if k != "jsonrpc"}
+    if args.string_id and message.get("id") == 1:
+        message = {**message, "id": "1"}
+    if args.batch and "method" not in message:
+        message = [message]
+    body = json.dumps(message, indent=2 if args.pretty else None).encode()
     if args.lsp or args.lsp_reply:
         write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     else:
@@ -102,6 +143,8 @@ def next_message():
         line = read_line()
         if line is None:
             return None
+        if args.exit_on_large and len(line) > LARGE:
+            sys.exit(3)
         if line.strip():
             return json.loads(line)
 
@@ -115,14 +158,76 @@ def reverse(text: str) -> str:
 
 
 REPLIES = {m: json.loads(j) for m, _, j in (r.partition("=") for r in args.reply)}
+RAW = {m: text for m, _, text in (r.partition("=") for r in args.raw)}
+LARGE = 100_000
+state = {"first": None, "helper": None}
+holder = [sys.executable, "-c",
+          "import sys,time,signal; signal.signal(signal.SIGTERM, signal.SIG_IGN) "
+          "if len(sys.argv) > 2 else None; b = bytearray(int(sys.argv[1]) << 20); "
+          "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; time.sleep(600)"]
+short_holder = [sys.executable, "-c",
+                "import sys,time; b = bytearray(int(sys.argv[1]) << 20); "
+                "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; time.sleep(0.3)"]
+
+
+def tool(name: str) -> dict:
+    return {"name": name, "inputSchema": {
+        "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+
+
+def hold(mib: int, seconds: float) -> None:
+    block = bytearray(mib << 20)
+    for i in range(0, len(block), 4096):
+        block[i] = 1
+    time.sleep(seconds)
+
+
+def discover(message: dict) -> None:
+    mid = message["id"]
+    if args.silent_discover:
+        return
+    if args.discover is None:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not found"}})
+        return
+    result = {"supportedVersions": args.discover.split(","), "capabilities": {"tools": {}},
+              "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-modern",
+                                                               "version": "1"}}}
+    if not args.discover_no_result_type:
+        result.update(resultType="complete", ttlMs=0, cacheScope="private")
+    send({"jsonrpc": "2.0", "id": mid, "result": result})
 
 
 def handle(message: dict) -> None:
     method, mid = message.get("method"), message.get("id")
+    first = state["first"] is None
+    if first:
+        state["first"] = method
     if mid is None:
+        return
+    if method in RAW:
+        write(RAW[method].replace("{id}", json.dumps(mid)).encode() + end)
         return
     if method in REPLIES:
         send({"jsonrpc": "2.0", "id": mid, **REPLIES[method]})
+        return
+    if first and method != "initialize" and args.exit_on_discover:
+        sys.exit(1)
+    if args.only_initialize and method != "initialize":
+        return
+    if method == "server/discover":
+        if args.era_pinned and state["first"] == "initialize":
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not found"}})
+        else:
+            discover(message)
+        return
+    if method == "initialize" and args.reject_initialize is not None:
+        send({"jsonrpc": "2.0", "id": mid, "error": {
+            "code": args.reject_initialize, "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"],
+                     "requested": message["params"].get("protocolVersion")}}})
+        return
+    if method == "initialize" and args.era_pinned and not first:
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32600, "message": "era pinned"}})
         return
     if method == "initialize":
         if args.notify_first:
@@ -139,22 +244,42 @@ def handle(message: dict) -> None:
             "protocolVersion": revision, "capabilities": {"tools": {}},
             "serverInfo": {"name": "fake", "version": "0"}}})
     elif method == "tools/list":
-        tool = {"name": "reverse_text", "inputSchema": {
-            "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+        tools = [tool(f"other_{n}") for n in range(args.pages - 1)] + [tool("reverse_text")]
         if args.output_schema:
-            tool["outputSchema"] = {"type": "object"}
+            for entry in tools:
+                entry["outputSchema"] = {"type": "object"}
         if args.debug_mid:
             write(b"DEBUG: listing tools\n  at handler\n  at dispatch\n")
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [tool]}})
+        cursor = (message.get("params") or {}).get("cursor")
+        page = 0 if args.cursor_loop else int(cursor or 0)
+        result = {"tools": [tools[page]] if args.pages > 1 else tools}
+        if args.cursor_loop:
+            result["nextCursor"] = "same"
+        elif page + 1 < args.pages:
+            result["nextCursor"] = str(page + 1)
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
     elif method == "tools/call":
+        text = message["params"]["arguments"]["text"]
         if args.stderr_bytes:
             os.write(2, b"e" * args.stderr_bytes)
-        hold = bytearray(args.alloc_mib * 1024 * 1024)
-        for i in range(0, len(hold), 4096):
-            hold[i] = 1
-        text = reverse(message["params"]["arguments"]["text"])
-        del hold
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        if len(text) > LARGE and args.call_error:
+            send({"jsonrpc": "2.0", "id": mid, "result": {
+                "content": [{"type": "text", "text": "payload too large"}], "isError": True}})
+            return
+        if len(text) > LARGE and args.helper_exits_on_call and state["helper"]:
+            state["helper"].kill()
+            state["helper"].wait()
+            state["helper"] = None
+        if args.child_alloc_mib and len(text) > LARGE:
+            subprocess.run([*short_holder, str(args.child_alloc_mib)])
+        if args.then_alloc_mib and len(text) > LARGE:
+            hold(args.then_alloc_mib, 0.3)
+        block = bytearray(args.alloc_mib * 1024 * 1024)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        answer = reverse(text)
+        del block
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": answer}]}})
     else:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not found"}})
 
@@ -170,6 +295,18 @@ def main() -> None:
         subprocess.Popen(sleeper)
     if args.escape:
         subprocess.Popen(sleeper, start_new_session=True)
+    if args.launcher and os.fork():
+        os._exit(0)  # the spawned process leaves; its child keeps the pipes and serves
+    if args.helper_mib:
+        state["helper"] = subprocess.Popen([*holder, str(args.helper_mib)])
+    if args.double_fork_mib and os.fork() == 0:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # as a daemon does: its stdio no longer the server's pipes
+            os.dup2(null, fd)
+        os.execv(sys.executable, [*holder, str(args.double_fork_mib), "ignore-term"])
     for second in range(int(args.slow_start)):
         sys.stderr.write(f"downloading... {second + 1}/{int(args.slow_start)}\n")
         time.sleep(1)

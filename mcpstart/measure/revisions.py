@@ -1,0 +1,127 @@
+"""Which protocol revisions a server speaks: the revision matrix (one probe per process) and
+what it tells: era, supported revisions, the modern-era discover answer.
+
+Sources: MCP specification 2026-07-28, basic/versioning ("Backward Compatibility with
+Initialization-Based Versions"), basic/transports/stdio ("Backward Compatibility") and
+server/discover. A modern server answers ``server/discover`` with ``supportedVersions`` and
+``resultType``; a modern rejection of a revision carries ``error.data.supported`` (code
+-32022; drafts used -32602 and -32004), so it is recognised by that member, never by one
+code. Anything else (another error, an exit, silence) marks a legacy server.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..stdio.session import Command, Exited, NoAnswer, Session, SessionError
+from .probes import MODERN_REVISION, initialize_request, modern_request
+
+HANDSHAKE_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The revisions of the initialize-handshake era."""
+FUTURE_REVISION = "2099-12-31"
+"""A revision no server knows: a server should answer initialize with one it supports."""
+PROBE_GRACE_S = 0.5
+
+
+def probe(command: Command, request: dict, timeout_s: float) -> dict:
+    """Send ``request`` (id 1) as the first message of a fresh process and see what comes.
+
+    Ends at once on an answer, an error, an exit or EOF; else after ``timeout_s``.
+
+    Returns:
+        ``{method, requested, outcome ("answered" | "error" | "exited" | "no_answer"),
+        answered, error_code, error_message, error_data, ms, result}``: ``answered`` is the
+        protocolVersion an initialize answer names, or discover's supportedVersions joined
+        with ", "; the error members are stored verbatim; ``ms`` runs from just before the
+        spawn to the outcome; ``result`` (not stored in the matrix) is the result object.
+    """
+    method = request["method"]
+    meta = request["params"].get("_meta") or {}
+    row = {"method": method,
+           "requested": request["params"].get("protocolVersion")
+           or meta.get("io.modelcontextprotocol/protocolVersion"),
+           "outcome": None, "answered": None, "error_code": None, "error_message": None,
+           "error_data": None, "ms": None, "result": None}
+    try:
+        session = Session.start(command, request)
+    except SessionError as err:
+        return {**row, "outcome": "exited", "error_message": str(err)}
+    try:
+        response = session.wait(1, timeout_s, diagnose=False)
+        row["ms"] = (response.at_ns - session.t0_ns) / 1e6
+        error, result = response.message.get("error"), response.message.get("result")
+        if error is not None:
+            row.update(outcome="error", error_code=error.get("code"),
+                       error_message=error.get("message"), error_data=error.get("data"))
+        else:
+            row.update(outcome="answered", result=result if isinstance(result, dict) else None)
+            answer = row["result"] or {}
+            versions = answer.get("supportedVersions")
+            row["answered"] = (", ".join(map(str, versions)) if isinstance(versions, list)
+                               else answer.get("protocolVersion"))
+    except NoAnswer:
+        row.update(outcome="no_answer", ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+    except Exited as err:
+        row.update(outcome="exited", error_message=str(err),
+                   ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+    except SessionError as err:  # answered in a form no client can use
+        row.update(outcome="error", error_message=str(err),
+                   ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+    finally:
+        session.shutdown(PROBE_GRACE_S)
+    return row
+
+
+def matrix(command: Command, timeout_s: float) -> list[dict]:
+    """The revision matrix: ``server/discover`` with the modern envelope, then
+    ``initialize`` asking each handshake revision and one unknown future revision, each in
+    its own process (some servers exit on any first request but initialize)."""
+    requests = [modern_request("server/discover")]
+    requests += [initialize_request(r) for r in (*HANDSHAKE_REVISIONS, FUTURE_REVISION)]
+    return [probe(command, request, timeout_s) for request in requests]
+
+
+def _modern(revision: str) -> bool:
+    return revision >= MODERN_REVISION
+
+
+def derive(rows: list[dict]) -> tuple[dict, list[str]]:
+    """What the matrix tells. Returns ``(protocol, warnings)``, ``protocol`` holding
+    ``discover_versions`` (None unless discover was answered as a modern server answers),
+    ``discover`` ({server_info, capabilities} or None), ``supported_revisions`` (discover's
+    list plus every revision an initialize echoed back, sorted), ``era`` ("dual", "legacy",
+    "modern" or None) and ``matrix`` (the rows without ``result``)."""
+    warnings = []
+    discover = next((r for r in rows if r["method"] == "server/discover"), None)
+    versions, info = None, None
+    modern = False
+    for row in rows:
+        data = row["error_data"]
+        if row["outcome"] == "error" and isinstance(data, dict) and isinstance(
+                data.get("supported"), list):
+            modern = True  # a modern rejection: the server names what it supports
+    if discover and discover["outcome"] == "answered":
+        result = discover["result"] or {}
+        listed = result.get("supportedVersions")
+        if "resultType" not in result:
+            warnings.append("server/discover was answered without resultType: a server of the "
+                            "initialize era answering an unknown method; not counted as modern")
+        elif isinstance(listed, list):
+            versions = [str(v) for v in listed]
+            modern = modern or any(_modern(v) for v in versions)
+            meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+            info = {"server_info": meta.get("io.modelcontextprotocol/serverInfo"),
+                    "capabilities": result.get("capabilities")}
+    echoed = {r["answered"] for r in rows
+              if r["method"] == "initialize" and r["outcome"] == "answered"
+              and isinstance(r["answered"], str)}
+    legacy = bool(echoed)
+    era = "dual" if modern and legacy else "modern" if modern else "legacy" if legacy else None
+    return {"discover_versions": versions, "discover": info,
+            "supported_revisions": sorted(set(versions or []) | echoed), "era": era,
+            "matrix": [{k: v for k, v in r.items() if k != "result"} for r in rows]}, warnings
+
+
+def speaks_modern(protocol: dict) -> bool:
+    """True when discover listed a revision of the modern era (the modern series applies)."""
+    return any(_modern(v) for v in protocol.get("discover_versions") or [])

@@ -1,0 +1,62 @@
+"""How a run measures, as one object that travels through the run (design.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import defaults
+from .memory import RESCAN_INTERVAL_S, SAMPLE_INTERVAL_S, SettleRule
+from .probes import ToolCall
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a run.
+
+    Attributes:
+        runs, warmup: counted and warm-up cold starts per server.
+        timeout_s: bound of every wait on a server.
+        payload_bytes: size of the large tool call's payload text.
+        requested_revision: the revision asked for in ``initialize``.
+        env: variables set for every server on top of its environment (keys stored only).
+        pause_ms: idle pause before every timed spawn.
+        order: "interleave" (rounds, one run of each server per round, shuffled) or
+            "sequential"; None: interleave when several servers are measured.
+        seed: the seed of the per-round shuffle.
+        cache_state: "warm" (files in the page cache) or "cold" (evicted before each run).
+        round_trips: small calls on one warm session (0: none).
+        probe_timeout_s: bound of each revision-matrix probe.
+        call: the tool to call (None: reverse_text where the server lists it).
+        settle: when idle memory counts as settled.
+    """
+
+    runs: int = defaults.RUNS
+    warmup: int = defaults.WARMUP
+    timeout_s: float = defaults.TIMEOUT_S
+    payload_bytes: int = defaults.PAYLOAD_BYTES
+    requested_revision: str = defaults.REVISION
+    env: dict[str, str] = field(default_factory=dict)
+    pause_ms: float = defaults.PAUSE_MS
+    order: str | None = None
+    seed: int = 0
+    cache_state: str = "warm"
+    round_trips: int = defaults.ROUND_TRIPS
+    probe_timeout_s: float = defaults.PROBE_TIMEOUT_S
+    call: ToolCall | None = None
+    settle: SettleRule = SettleRule()
+
+    def record(self, order: str) -> dict:
+        """The results file's ``settings`` block (``order`` as resolved for the run)."""
+        return {
+            "runs": self.runs, "warmup": self.warmup, "timeout_s": self.timeout_s,
+            "payload_bytes": self.payload_bytes, "requested_revision": self.requested_revision,
+            "order": order, "seed": self.seed, "pause_ms": self.pause_ms,
+            "cache_state": self.cache_state, "round_trips": self.round_trips,
+            "probe_timeout_s": self.probe_timeout_s,
+            "call_tool": self.call.name if self.call else None,
+            "call_arguments": self.call.arguments if self.call else None,
+            "settle_rule": self.settle.describe(),
+            "sample_interval_ms": SAMPLE_INTERVAL_S * 1000,
+            "rescan_interval_ms": RESCAN_INTERVAL_S * 1000,
+            "env_keys": sorted(self.env),
+        }

@@ -1,0 +1,101 @@
+"""Which servers a run measures: the reference recipes, or the servers named by ``-- COMMAND``,
+``--server NAME=COMMAND`` and ``--config FILE`` (design.md, CLI conventions), filtered by
+``--only``, plus the C floor server with ``--floor``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .command import Skipped, Target, launch_notes, parse_server_option, server_name
+from .recipes import Recipe, RecipeError, load_recipes
+
+FLOOR = "c"
+"""The recipe of the floor server: a minimal MCP server in C."""
+
+
+class PlanError(ValueError):
+    """Input that names no measurable set of servers (a usage error: exit 2)."""
+
+
+@dataclass
+class Plan:
+    """What a run measures, in order: ``recipes`` to build, ``targets`` to spawn as they
+    are, ``skipped`` config entries (each a row with its reason), ``notes`` for the user,
+    and ``together``: several servers named by the user, as an editor starts them, so the
+    all-at-once startup is measured too."""
+
+    recipes: list[Recipe] = field(default_factory=list)
+    targets: list[Target] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    together: bool = False
+
+    @property
+    def names(self) -> list[str]:
+        return ([r.name for r in self.recipes] + [t.name for t in self.targets]
+                + [s.name for s in self.skipped])
+
+    @property
+    def secrets(self) -> set[str]:
+        """Every value the targets must never show (their env values and substitutions)."""
+        return {s for t in self.targets for s in t.secrets}
+
+
+def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
+              configs: tuple[str, ...], client: str | None, name: str | None,
+              cwd: str | None, only: tuple[str, ...], floor: bool,
+              recipe_folder: Path) -> Plan:
+    """The plan for one run.
+
+    Raises:
+        PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
+            without a command, an unreadable config or recipe.
+    """
+    from .configs import ConfigError, load_config
+
+    plan = Plan()
+    if name and not command:
+        raise PlanError("--name names the server given after --; there is none")
+    if command:
+        argv = list(command)
+        plan.targets.append(Target(name or server_name(argv), argv, cwd,
+                                   notes=launch_notes(argv)))
+    for spec in server_specs:
+        try:
+            spec_name, argv = parse_server_option(spec)
+        except ValueError as err:
+            raise PlanError(f"--server: {err}") from err
+        plan.targets.append(Target(spec_name, argv, cwd, notes=launch_notes(argv)))
+    for config in configs:
+        try:
+            found = load_config(config, client)
+        except ConfigError as err:
+            raise PlanError(str(err)) from err
+        plan.targets += found.targets
+        plan.skipped += found.skipped
+        plan.notes += [f"{config}: {note}" for note in found.notes]
+    named = bool(plan.targets or plan.skipped)
+    try:
+        if not named:
+            plan.recipes = load_recipes(recipe_folder)
+        elif floor:
+            plan.recipes = load_recipes(recipe_folder, [FLOOR])
+    except RecipeError as err:
+        raise PlanError(str(err)) from err
+    seen: set[str] = set()
+    for item in plan.names:
+        if item in seen:
+            raise PlanError(f"two servers are named {item!r}; give one another name "
+                            "(--server NAME=COMMAND, --name)")
+        seen.add(item)
+    if only:
+        unknown = [n for n in only if n not in seen]
+        if unknown:
+            raise PlanError(f"--only {', '.join(unknown)}: no such server; known: "
+                            f"{', '.join(plan.names)}")
+        plan.recipes = [r for r in plan.recipes if r.name in only]
+        plan.targets = [t for t in plan.targets if t.name in only]
+        plan.skipped = [s for s in plan.skipped if s.name in only]
+    plan.together = named and len(plan.targets) > 1
+    return plan
