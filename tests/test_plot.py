@@ -11,7 +11,7 @@ from matplotlib.container import BarContainer
 
 from mcpstart.cli import main
 from mcpstart.views.plot import PEAK, figure, save
-from test_views import MIB, results, stats
+from test_views import results
 
 
 def bars(ax) -> list:

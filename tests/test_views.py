@@ -85,7 +85,7 @@ def results(**top) -> dict:
                         modern_ms=None, not_measured={"modern_ms": "legacy era: no server/discover"},
                         warnings=[{"kind": "noise", "metric": "handshake_ms",
                                    "detail": "skipped 4 stdout line(s) that are not JSON-RPC"}])
-    typescript["memory"] = dict(typescript["memory"], processes=[
+    typescript["memory"] = dict(typescript["memory"], idle_rss_bytes=int(161.3 * MIB), processes=[
         process(10, 1, "npm exec", 91.04), process(11, 10, "sh", 2.0), process(12, 11, "node", 68.26)],
         sharing=[{"pid": 4242, "cmdline": "node other.js"}])
     failed = {"name": "needs-key", "status": "failed",
@@ -151,7 +151,7 @@ def test_rows_and_cells_of_a_full_file():
     assert rows["cold start a 2026 client sees: discover, median (ms)"] == [
         "0.98", "2.44", "n/a", "1153", "-"]
     assert rows["artifact (MiB)"] == ["4.1", "4.1", "4.1", "4.1", "n/a"]
-    assert rows["idle RSS (MiB)"] == ["5.1", "5.1", "5.1", "5.1", "-"]
+    assert rows["idle RSS (MiB)"] == ["5.1", "5.1", "161.3", "5.1", "-"]
     assert rows["warm round trip p50 / p95 (ms, n)"][0] == "0.08 / 0.13 (n=100)"
     assert rows["processes in tree (idle RSS each)"][:3] == [
         "1", "1", "3: npm exec 91.0 + sh 2.0 + node 68.3 MiB"]
@@ -467,7 +467,7 @@ def test_report_long_form_csv_and_json(tmp_path):
     rows = list(csv.DictReader(io.StringIO(out.output)))
     assert [(r["server"], r["value"], r["unit"]) for r in rows] == [
         ("c", str(int(5.1 * MIB)), "B"), ("rust", str(int(5.1 * MIB)), "B"),
-        ("typescript", str(int(5.1 * MIB)), "B"), ("python", str(int(5.1 * MIB)), "B"),
+        ("typescript", str(int(161.3 * MIB)), "B"), ("python", str(int(5.1 * MIB)), "B"),
         ("needs-key", "", "B")]
     out = report(a, "--format", "json", "--metrics", "handshake_ms.n")
     assert [(r["server"], r["value"]) for r in json.loads(out.output)][:2] == [("c", 5), ("rust", 5)]

@@ -21,8 +21,8 @@ FLOOR = "c"
 LOG_SPAN = 100
 """Above this ratio of the largest to the smallest value, a chart uses a log scale."""
 SUFFIXES = (".png", ".svg")
-PHASES = (("first_byte", "first byte"), ("initialize", "initialize answered"),
-          ("tools_list", "tools/list answered"))
+PHASES = (("first_byte", "spawn to first byte"), ("initialize", "to initialize answer"),
+          ("tools_list", "to tools/list answer"))
 IDLE, PEAK = "#4C72B0", "#DD8452"
 
 
