@@ -339,36 +339,6 @@ def report(results_files, fmt, metrics, transpose, labels, export_json, export_c
     click.echo(text, nl=not render)
 
 
-@main.command(short_help="Draw charts of a results file (PNG or SVG).",
-              epilog="""\b
-Example: the cold start of every server as an SVG for a README:
-  mcpstart plot mcpstart-results.json -o cold-start.svg --kind cold-start""")
-@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
-              help="Image to write; .png or .svg chooses the type.")
-@click.option("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline"]),
-              help="One chart. Default: one figure with a panel per chart the file can fill "
-                   "(timeline needs an all-at-once startup measurement).")
-def plot(results_file, output, kind) -> None:
-    """Draw charts of a results file: cold start per server (median, min to max, the C floor
-    server as a line), memory (idle per process and peak under the large call), footprint,
-    and the startup timeline of every server spawned at once."""
-    from .results import ResultsError, load
-    from .views.plot import SUFFIXES, figure, save
-
-    if Path(output).suffix.lower() not in SUFFIXES:
-        raise click.BadParameter(f"{output!r} must end in {' or '.join(SUFFIXES)}",
-                                 param_hint="'--output'")
-    try:
-        fig = figure(load(Path(results_file)), kind)
-        save(fig, Path(output))
-    except (ResultsError, ValueError) as err:
-        raise InputError(str(err)) from err
-    except OSError as err:
-        raise InputError(f"cannot write {output}: {err.strerror or err}") from err
-    _progress(f"wrote {output}")
-
-
 @main.command(short_help="Compare two results files; exit 1 on a regression (a CI gate).",
               epilog="\b\nExample, in CI (the table is Markdown for a pull-request comment):\n"
                      "  mcpstart compare main-results.json mcpstart-results.json "
@@ -414,6 +384,36 @@ def compare(old, new, threshold, alpha, tablefmt) -> None:
     comparison = compare_results(*loaded, threshold_pct=threshold, alpha=alpha)
     click.echo(render(comparison, tablefmt, old, new))
     sys.exit(1 if comparison.regressions else 0)
+
+
+@main.command(short_help="Draw charts of a results file (PNG or SVG).",
+              epilog="""\b
+Example: the cold start of every server as an SVG for a README:
+  mcpstart plot mcpstart-results.json -o cold-start.svg --kind cold-start""")
+@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
+              help="Image to write; .png or .svg chooses the type.")
+@click.option("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline"]),
+              help="One chart. Default: one figure with a panel per chart the file can fill "
+                   "(timeline needs an all-at-once startup measurement).")
+def plot(results_file, output, kind) -> None:
+    """Draw charts of a results file: cold start per server (median, min to max, the C floor
+    server as a line), memory (idle per process and peak under the large call), footprint,
+    and the startup timeline of every server spawned at once."""
+    from .results import ResultsError, load
+    from .views.plot import SUFFIXES, figure, save
+
+    if Path(output).suffix.lower() not in SUFFIXES:
+        raise click.BadParameter(f"{output!r} must end in {' or '.join(SUFFIXES)}",
+                                 param_hint="'--output'")
+    try:
+        fig = figure(load(Path(results_file)), kind)
+        save(fig, Path(output))
+    except (ResultsError, ValueError) as err:
+        raise InputError(str(err)) from err
+    except OSError as err:
+        raise InputError(f"cannot write {output}: {err.strerror or err}") from err
+    _progress(f"wrote {output}")
 
 
 if __name__ == "__main__":
