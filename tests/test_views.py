@@ -52,7 +52,7 @@ def server(name: str, samples: list[float], **blocks) -> dict:
                       "first_call": stats([s * 1.1 for s in samples])},
         "round_trip_ms": {"n": 100, "p50": 0.084, "p95": 0.131, "samples": [0.084] * 100},
         "memory": {"idle_rss_bytes": int(5.1 * MIB), "idle_pss_bytes": int(3.7 * MIB),
-                   "idle_uss_bytes": int(3.2 * MIB), "settle_s": 0.6,
+                   "idle_uss_bytes": int(3.2 * MIB), "settle_s": 0.6000000001,
                    "settle_rule": "RSS within 1% for 300 ms", "sharing": [],
                    "peak_rss_bytes_payload": int(25.1 * MIB), "peak_rss_bytes_sampled": None,
                    "peak_rss_bytes_hwm_sum": int(25.1 * MIB), "peak_method": "vmhwm",
@@ -87,7 +87,7 @@ def results(**top) -> dict:
                                    "detail": "skipped 4 stdout line(s) that are not JSON-RPC"}])
     typescript["memory"] = dict(typescript["memory"], idle_rss_bytes=int(161.3 * MIB), processes=[
         process(10, 1, "npm exec", 91.04), process(11, 10, "sh", 2.0), process(12, 11, "node", 68.26)],
-        sharing=[{"pid": 4242, "cmdline": "node other.js"}])
+        sharing=[{"pid": 4242, "cmdline": ["node", "other.js"]}])
     failed = {"name": "needs-key", "status": "failed",
               "reason": "exited with code 1 after 52 ms before answering\nError: FOO_API_KEY not set",
               "not_measured": {"footprint": "no recipe: a bare command"},

@@ -101,7 +101,10 @@ def _log_if_wide(ax, values, axis: str = "y") -> bool:
     positive = [v for v in values if v is not None and v > 0]
     wide = bool(positive) and max(positive) / min(positive) > LOG_SPAN
     if wide:
+        from matplotlib.ticker import FuncFormatter
+
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+        getattr(ax, f"{axis}axis").set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     return wide
 
 
@@ -261,15 +264,11 @@ def figure(results, kind: str | None = None):
         kinds = [kind]
     if not kinds:
         raise ValueError("nothing to plot: the results file has no server with measurements")
-    cols = 1 if len(kinds) == 1 else 2
-    rows = (len(kinds) + 1) // 2 if cols == 2 else 1
-    fig = Figure(figsize=(7.5 * cols, 4.8 * rows), layout="constrained")
+    rows, cols = (2, 2) if len(kinds) == 4 else (1, len(kinds))
+    fig = Figure(figsize=(7.5 * cols if cols < 3 else 6.5 * cols, 4.8 * rows), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax, name in zip(axes, kinds):
+    for ax, name in zip(fig.subplots(rows, cols, squeeze=False).ravel(), kinds):
         CHARTS[name][0](ax, doc)
-    for ax in axes[len(kinds):]:
-        fig.delaxes(ax)
     fig.supxlabel(_caption(doc), fontsize=8, color="dimgray")
     return fig
 

@@ -421,6 +421,10 @@ def _warning_text(warning) -> str:
     return str(warning)
 
 
+def _command_line(argv) -> str:
+    return " ".join(map(str, argv)) if isinstance(argv, list) else str(argv)
+
+
 def _server_notes(cols) -> list[str]:
     notes, shared, settled = [], False, {}
     for header, _doc, _label, s in cols:
@@ -436,13 +440,14 @@ def _server_notes(cols) -> list[str]:
         settle_s = dig(s, "memory.settle_s")
         if settle_s is not None:
             rule = dig(s, "memory.settle_rule")
+            settle = f"{settle_s:.3g}" if isinstance(settle_s, (int, float)) else str(settle_s)
             settled.setdefault(None if rule is None else str(rule), []).append(
-                f"{header} {settle_s} s")
+                f"{header} {settle} s")
         shared |= any(dig(s, f"memory.idle_{k}_bytes") is not None for k in ("pss", "uss"))
         sharing = dig(s, "memory.sharing")
         if isinstance(sharing, list) and sharing:
-            shown = ", ".join(f"pid {p.get('pid')} {p.get('cmdline')}" if isinstance(p, dict)
-                              else str(p) for p in sharing[:3])
+            shown = ", ".join(f"pid {p.get('pid')} {_command_line(p.get('cmdline'))}"
+                              if isinstance(p, dict) else str(p) for p in sharing[:3])
             more = f" and {len(sharing) - 3} more" if len(sharing) > 3 else ""
             notes.append(f"- {header}: {len(sharing)} other process(es) share its executable, "
                          f"so its PSS is lower than it would be alone: {shown}{more}")
