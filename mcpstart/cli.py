@@ -410,23 +410,72 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budget)
 
 
-@main.command(short_help="Print the table of a results file again.")
-@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
-@format_option
-def report(results_file, tablefmt) -> None:
-    """Print the table of a results file (default: ./mcpstart-results.json) without
-    measuring again."""
-    from .views.table import table
-    from .results import ResultsError, load
+@main.command(short_help="Print the table of results files again, or export them.",
+              epilog="""\b
+Example: compare two machines' cold start and idle memory, servers as rows:
+  mcpstart report laptop.json ci.json --label laptop --label ci \\
+      --metrics handshake_ms.median --metrics memory.idle_rss_bytes --transpose""")
+@click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", default="github", show_default=True,
+              help="Any tabulate format (github is Markdown; plain, simple, grid, ...), or csv / "
+                   "json: long form, one record {server, file, metric, value, unit} per server, "
+                   "file and metric, values in the units of their keys.")
+@click.option("--metrics", multiple=True, metavar="PATH",
+              help="Show only this row, named by its results key path (e.g. handshake_ms.median, "
+                   "memory.idle_rss_bytes); repeatable, in the order given.")
+@click.option("--transpose", is_flag=True, help="Servers as rows, metrics as columns.")
+@click.option("--label", "labels", multiple=True, metavar="LABEL",
+              help="Column label of each file, once per file, in order (default: the file's "
+                   "hostname, plus its date where two match).")
+@click.option("--export-json", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the cold-start series in hyperfine's JSON shape (seconds).")
+@click.option("--export-csv", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the cold-start series as hyperfine's CSV (seconds).")
+@click.option("--export-markdown", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the cold-start series as hyperfine's Markdown table.")
+def report(results_files, fmt, metrics, transpose, labels, export_json, export_csv,
+           export_markdown) -> None:
+    """Print the table of one or more results files without measuring again (default:
+    the file mcpstart-results.json here): one column per server, per server and file when
+    several files are given. Exit status 2 for a file that cannot be read or is no
+    results file.
+    """
+    from tabulate import tabulate_formats
 
-    if Path(results_file).suffix == ".toml":
-        raise InputError(f"{results_file} is the TOML copy; report reads the JSON results file "
-                         f"({Path(results_file).with_suffix('.json')})")
+    from .results import ResultsError, load
+    from .views import exports
+    from .views.table import UnknownMetric, table
+
+    if fmt not in (*tabulate_formats, "csv", "json"):
+        raise click.BadParameter(f"{fmt!r} is not csv, json or one of "
+                                 f"{', '.join(tabulate_formats)}", param_hint="'--format'")
+    paths = [Path(f) for f in results_files or [defaults.OUTPUT]]
+    if labels and len(labels) != len(paths):
+        raise click.UsageError(f"{len(labels)} --label for {len(paths)} file(s): give one per file")
+    loaded = []
+    for path in paths:
+        if path.suffix == ".toml":
+            raise InputError(f"{path} is the TOML copy; report reads the JSON results file "
+                             f"({path.with_suffix('.json')})")
+        try:
+            loaded.append(load(path))
+        except ResultsError as err:
+            raise InputError(str(err)) from err
+    labels = list(labels) or None
+    render = {"csv": exports.records_csv, "json": exports.records_json}.get(fmt)
     try:
-        results = load(Path(results_file))
-    except ResultsError as err:
-        raise InputError(str(err)) from err
-    click.echo(table(results, tablefmt))
+        text = (render(loaded, labels, metrics) if render else
+                table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose))
+    except UnknownMetric as err:
+        raise click.BadParameter(str(err), param_hint="'--metrics'") from err
+    for target, export in ((export_json, exports.export_json), (export_csv, exports.export_csv),
+                           (export_markdown, exports.export_markdown)):
+        if target:
+            try:
+                Path(target).write_text(export(loaded, labels), encoding="utf-8")
+            except OSError as err:
+                raise InputError(f"cannot write {target}: {err.strerror or err}") from err
+    click.echo(text, nl=not render)
 
 
 @main.command(short_help="Compare two results files; exit 1 on a regression (a CI gate).",
@@ -474,6 +523,36 @@ def compare(old, new, threshold, alpha, tablefmt) -> None:
     comparison = compare_results(*loaded, threshold_pct=threshold, alpha=alpha)
     click.echo(render(comparison, tablefmt, old, new))
     sys.exit(1 if comparison.regressions else 0)
+
+
+@main.command(short_help="Draw charts of a results file (PNG or SVG).",
+              epilog="""\b
+Example: the cold start of every server as an SVG for a README:
+  mcpstart plot mcpstart-results.json -o cold-start.svg --kind cold-start""")
+@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
+              help="Image to write; .png or .svg chooses the type.")
+@click.option("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline"]),
+              help="One chart. Default: one figure with a panel per chart the file can fill "
+                   "(timeline needs an all-at-once startup measurement).")
+def plot(results_file, output, kind) -> None:
+    """Draw charts of a results file: cold start per server (median, min to max, the C floor
+    server as a line), memory (idle per process and peak under the large call), footprint,
+    and the startup timeline of every server spawned at once."""
+    from .results import ResultsError, load
+    from .views.plot import SUFFIXES, figure, save
+
+    if Path(output).suffix.lower() not in SUFFIXES:
+        raise click.BadParameter(f"{output!r} must end in {' or '.join(SUFFIXES)}",
+                                 param_hint="'--output'")
+    try:
+        fig = figure(load(Path(results_file)), kind)
+        save(fig, Path(output))
+    except (ResultsError, ValueError) as err:
+        raise InputError(str(err)) from err
+    except OSError as err:
+        raise InputError(f"cannot write {output}: {err.strerror or err}") from err
+    _progress(f"wrote {output}")
 
 
 if __name__ == "__main__":

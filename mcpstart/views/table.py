@@ -1,104 +1,558 @@
-"""Tables: views of a results file, metrics as rows and servers as columns."""
+"""Tables: views of one or more results files (design.md "Results file"), metrics as rows
+and one column per server (per server and file when several files are shown).
+
+Readers tolerate any JSON value: a value absent because its block is listed in the row's
+``not_measured`` shows "n/a"; absent because a failure stopped it, "-"; a value of an
+unexpected type, "?".
+"""
 
 from __future__ import annotations
 
+import math
+import re
+import shlex
+from collections import Counter
 from collections.abc import Callable
-
-from ..results import Results, ServerResult
+from dataclasses import dataclass
 
 MIB = 1024 * 1024
+KIB = 1024
+MARKDOWN_FORMATS = ("github", "pipe")
 
 
-def _get(row: ServerResult, path: str):
-    value = row
+class UnknownMetric(ValueError):
+    """A ``metrics`` key path that names no row; the message lists the known ones."""
+
+
+# ---- reading any JSON value -------------------------------------------------------------
+
+def documents(results) -> list[dict]:
+    """One results file or a list of them (``Results`` objects or their JSON dicts) as a
+    list of dicts; anything that is not a dict becomes an empty one."""
+    items = results if isinstance(results, (list, tuple)) else [results]
+    items = [r.to_dict() if hasattr(r, "to_dict") else r for r in items]
+    return [r if isinstance(r, dict) else {} for r in items]
+
+
+def dig(value, path: str):
+    """The value at a dotted key path (``"handshake_ms.median"``), None where any step is
+    missing or not a JSON object."""
     for key in path.split("."):
-        value = getattr(value, key, None) if isinstance(value, ServerResult) else (value or {}).get(key)
-        if value is None:
+        if not isinstance(value, dict):
             return None
+        value = value.get(key)
     return value
 
 
-def _ms(v) -> str:
-    return f"{v:.1f}"
+def servers(doc: dict) -> list[dict]:
+    """The server rows of a results dict that are JSON objects."""
+    rows = doc.get("servers")
+    return [s for s in rows if isinstance(s, dict)] if isinstance(rows, list) else []
 
 
-def _mib(v) -> str:
-    return f"{v / MIB:.1f}"
+def name_of(server: dict) -> str:
+    name = server.get("name")
+    return name if isinstance(name, str) else "?"
 
 
-def _yes(v) -> str:
-    return "yes" if v else "no"
+def number(value) -> float:
+    """``value`` when it is a finite JSON number (not a bool); else TypeError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TypeError(f"not a number: {value!r}")
+    return value
 
 
-def _shutdown(v) -> str:
-    return f"{v['how']} ({v['ms']:.0f} ms)"
+def ms_decimals(value: float) -> int:
+    """Decimals that fit a millisecond value: 0.01 ms under 10 ms, 0.1 ms under 1 s, 1 ms above."""
+    return 2 if abs(value) < 10 else 1 if abs(value) < 1000 else 0
 
 
-ROWS: list[tuple[str, str, Callable]] = [
-    ("SDK version", "sdk_version", str),
-    ("cold start median (ms)", "handshake_ms.median", _ms),
-    ("cold start mean ± stdev (ms)", "handshake_ms", lambda s: f"{s['mean']:.1f} ± {s['stdev']:.1f}"
-     if s.get("stdev") is not None else _ms(s["mean"])),
-    ("cold start min / max (ms)", "handshake_ms", lambda s: f"{s['min']:.1f} / {s['max']:.1f}"),
-    ("cold start runs (+ warm-up)", "handshake_ms", lambda s: f"{s['n']} (+{len(s['warmup_samples'])})"),
-    ("idle RSS (MiB)", "memory.idle_rss_bytes", _mib),
-    ("idle PSS (MiB)", "memory.idle_pss_bytes", _mib),
-    ("idle USS (MiB)", "memory.idle_uss_bytes", _mib),
-    ("peak RSS, {payload} call (MiB)", "memory.peak_rss_bytes_payload", _mib),
-    ("peak method", "memory.peak_method", str),
-    ("processes in tree", "memory.processes", len),
-    ("{payload} call round trip (ms)", "payload.round_trip_ms", _ms),
-    ("result verified ({payload}, Unicode)", "payload", lambda p: f"{_yes(p['verified'])}, "
-                                                            f"{_yes(p['unicode_verified'])}"),
-    ("artifact (MiB)", "footprint.artifact_bytes", _mib),
-    ("dev tree (MiB)", "footprint.dev_tree_bytes", _mib),
-    ("dependencies shipped", "footprint.dependency_count", str),
-    ("lock file entries", "footprint.lock_count", str),
-    ("tool source lines", "footprint.tool_lines", str),
-    ("build time (s)", "footprint.build_s", lambda v: f"{v:.1f}"),
-    ("negotiated revision", "protocol.negotiated_revision", str),
-    ("outputSchema", "tools.output_schema", _yes),
-    ("structuredContent", "tools.structured_content", _yes),
-    ("shutdown", "shutdown", _shutdown),
+def fmt_ms(value) -> str:
+    value = number(value)
+    return f"{value:.{ms_decimals(value)}f}"
+
+
+def fmt_mib(value) -> str:
+    """Bytes as MiB with one decimal; two significant digits under 0.1 MiB (a 16 KiB
+    binary is "0.016", not "0.0")."""
+    mib = number(value) / MIB
+    places = 1 - math.floor(math.log10(abs(mib))) if 0 < abs(mib) < 0.05 else 1
+    return f"{mib:.{places}f}"
+
+
+def _kib(value) -> str:
+    return f"{number(value) / KIB:.1f}"
+
+
+def _list(value) -> list:
+    if not isinstance(value, list):
+        raise TypeError(f"not a list: {value!r}")
+    return value
+
+
+def _count(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"not a count: {value!r}")
+    return str(value)
+
+
+def _text(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"not a string: {value!r}")
+    return value
+
+
+def _yes(value) -> str:
+    if not isinstance(value, bool):
+        raise TypeError(f"not a bool: {value!r}")
+    return "yes" if value else "no"
+
+
+def _or_dash(render: Callable, value) -> str:
+    return "-" if value is None else render(value)
+
+
+# ---- rows ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One metric. ``path`` is the results key path that names the row (``--metrics``);
+    ``also`` are further key paths the cell reads (exported too). A cell is empty ("n/a"
+    or "-") when every one of its paths is null. ``render(value, server)`` gets the value
+    at ``path`` and the server's dict and returns the cell's text."""
+
+    path: str
+    label: str
+    render: Callable[[object, dict], str]
+    also: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (self.path, *self.also)
+
+
+def _revisions(value, _s) -> str:
+    """"2024-11..2026-07": the first and last year-month of the supported revisions."""
+    revisions = sorted(_text(v) for v in _list(value))
+    if not revisions:
+        return "none"
+    if len(revisions) == 1:
+        return revisions[0]
+    short = [r[:7] if re.fullmatch(r"\d{4}-\d\d-\d\d", r) else r for r in (revisions[0], revisions[-1])]
+    return "..".join(short)
+
+
+def _server_info(value, _s) -> str:
+    name, version = value.get("name"), value.get("version")
+    return " ".join(_text(v) for v in (name, version) if v is not None) or "?"
+
+
+def _median_ci(value, s) -> str:
+    places = ms_decimals(number(value))
+    low, high = dig(s, "handshake_ms.ci_low"), dig(s, "handshake_ms.ci_high")
+    text = f"{value:.{places}f}"
+    if low is not None and high is not None:
+        text += f" [{number(low):.{places}f}, {number(high):.{places}f}]"
+    return text
+
+
+def _mean_stdev(value, s) -> str:
+    places = ms_decimals(number(value))
+    stdev = dig(s, "handshake_ms.stdev")
+    return f"{value:.{places}f}" + ("" if stdev is None else f" ± {number(stdev):.{places}f}")
+
+
+def _min_max(value, s) -> str:
+    return f"{_or_dash(fmt_ms, value)} / {_or_dash(fmt_ms, dig(s, 'handshake_ms.max'))}"
+
+
+def _runs(value, s) -> str:
+    warmup = dig(s, "handshake_ms.warmup_samples")
+    return _count(value) + (f" (+{len(warmup)})" if isinstance(warmup, list) else "")
+
+
+def _round_trip(value, s) -> str:
+    n = dig(s, "round_trip_ms.n")
+    text = f"{_or_dash(fmt_ms, value)} / {_or_dash(fmt_ms, dig(s, 'round_trip_ms.p95'))}"
+    return text + ("" if n is None else f" (n={_count(n)})")
+
+
+def _processes(value, _s) -> str:
+    """"3: npm exec 91.0 + sh 2.0 + node 68.0 MiB": the idle RSS of each process of a tree
+    of several, in tree order."""
+    count = len(_list(value))
+    if count < 2:
+        return str(count)
+    shares = []
+    for proc in value:
+        name = proc.get("name")
+        if not isinstance(name, str):
+            argv = proc.get("cmdline")
+            name = (str(argv[0]).rsplit("/", 1)[-1] if isinstance(argv, list) and argv
+                    else str(argv or "?"))
+        shares.append(f"{name} {_or_dash(fmt_mib, proc.get('idle_rss_bytes'))}")
+    return f"{count}: {' + '.join(shares)} MiB"
+
+
+def _peak(value, s) -> str:
+    method = dig(s, "memory.peak_method")
+    return fmt_mib(value) + ("" if method is None else f" ({_text(method)})")
+
+
+def _verified(value, s) -> str:
+    return f"{_or_dash(_yes, value)}, {_or_dash(_yes, dig(s, 'payload.unicode_verified'))}"
+
+
+def _output_schema(value, s) -> str:
+    count, called = dig(s, "tools.count"), dig(s, "tools.output_schema")
+    parts = []
+    if value is not None:
+        parts.append(_count(value) + ("" if count is None else f"/{_count(count)}"))
+    if called is not None:
+        parts.append(f"called: {_yes(called)}")
+    return "; ".join(parts)
+
+
+def _build(value, s) -> str:
+    return f"{number(value):.1f}" + (" (cached)" if dig(s, "footprint.build_cached") is True else "")
+
+
+def _shutdown(value, _s) -> str:
+    return f"{_text(value['how'])} ({fmt_ms(value['ms'])} ms)"
+
+
+def _plain(render: Callable) -> Callable[[object, dict], str]:
+    return lambda value, _s: render(value)
+
+
+ROWS: list[Row] = [
+    Row("status", "status", _plain(_text)),
+    Row("server_info", "server name/version", _server_info,
+        ("server_info.name", "server_info.version")),
+    Row("sdk_version", "SDK version", _plain(_text)),
+    Row("protocol.era", "protocol era", _plain(_text)),
+    Row("protocol.supported_revisions", "supported revisions", _revisions),
+    Row("protocol.negotiated_revision", "negotiated revision", _plain(_text)),
+    Row("handshake_ms.median", "cold start{cache}: median{ci} (ms)", _median_ci,
+        ("handshake_ms.ci_low", "handshake_ms.ci_high", "handshake_ms.ci_level")),
+    Row("handshake_ms.mean", "cold start mean ± stdev (ms)", _mean_stdev, ("handshake_ms.stdev",)),
+    Row("handshake_ms.min", "cold start min / max (ms)", _min_max, ("handshake_ms.max",)),
+    Row("handshake_ms.n", "cold start runs (+ warm-up)", _runs),
+    Row("phases_ms.first_byte.median", "first byte from spawn, median (ms)", _plain(fmt_ms)),
+    Row("phases_ms.tools_list.median", "tools/list answered from spawn, median (ms)", _plain(fmt_ms)),
+    Row("phases_ms.first_call.median", "first tool call answered from spawn, median (ms)",
+        _plain(fmt_ms)),
+    Row("modern_ms.discover.median", "cold start a 2026 client sees: discover, median (ms)",
+        _plain(fmt_ms)),
+    Row("modern_ms.first_call.median", "cold start a 2026 client sees: first call, median (ms)",
+        _plain(fmt_ms)),
+    Row("round_trip_ms.p50", "warm round trip p50 / p95 (ms, n)", _round_trip,
+        ("round_trip_ms.p95", "round_trip_ms.n")),
+    Row("memory.idle_rss_bytes", "idle RSS (MiB)", _plain(fmt_mib)),
+    Row("memory.idle_pss_bytes", "idle PSS (MiB)", _plain(fmt_mib)),
+    Row("memory.idle_uss_bytes", "idle USS (MiB)", _plain(fmt_mib)),
+    Row("memory.processes", "processes in tree (idle RSS each)", _processes),
+    Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _peak,
+        ("memory.peak_method",)),
+    Row("payload.round_trip_ms", "{payload} call round trip (ms)", _plain(fmt_ms)),
+    Row("payload.verified", "result verified ({payload}, Unicode)", _verified,
+        ("payload.unicode_verified",)),
+    Row("tools.count", "tools listed", _plain(_count)),
+    Row("tools.list_bytes", "tools/list result (KiB)", _plain(_kib)),
+    Row("tools.definitions_bytes", "tool definitions (KiB)", _plain(_kib)),
+    Row("tools.with_output_schema", "outputSchema (tools with one; the called tool)",
+        _output_schema, ("tools.output_schema",)),
+    Row("tools.structured_content", "structuredContent", _plain(_yes)),
+    Row("footprint.artifact_bytes", "artifact (MiB)", _plain(fmt_mib)),
+    Row("footprint.dev_tree_bytes", "dev tree (MiB)", _plain(fmt_mib)),
+    Row("footprint.dependency_count", "dependencies shipped", _plain(_count)),
+    Row("footprint.lock_count", "lock file entries", _plain(_count)),
+    Row("footprint.tool_lines", "tool source lines", _plain(_count)),
+    Row("footprint.build_s", "build time (s)", _build, ("footprint.build_cached",)),
+    Row("footprint.debug_info", "debug info in artifact", _plain(_yes)),
+    Row("shutdown", "shutdown", _shutdown, ("shutdown.how", "shutdown.ms")),
 ]
+ROW_BY_PATH = {row.path: row for row in ROWS}
 
 
-def _cell(server: ServerResult, path: str, render: Callable) -> str:
-    """One rendered value; "-" when absent, "?" when the file holds something unexpected."""
+def select_rows(metrics=None) -> list[Row]:
+    """The rows named by ``metrics`` (key paths, in the order given), or every row.
+
+    Raises:
+        UnknownMetric: a path that names no row; the message lists the known paths.
+    """
+    if not metrics:
+        return list(ROWS)
+    unknown = [m for m in metrics if m not in ROW_BY_PATH]
+    if unknown:
+        raise UnknownMetric(f"unknown metric {', '.join(map(repr, unknown))}; known: "
+                            f"{', '.join(ROW_BY_PATH)}")
+    return [ROW_BY_PATH[m] for m in dict.fromkeys(metrics)]
+
+
+def present(server: dict, row: Row) -> bool:
+    return any(dig(server, p) is not None for p in row.paths)
+
+
+def visible_rows(docs: list[dict], metrics=None) -> list[Row]:
+    """The selected rows; without ``metrics``, only those with a value somewhere (and status)."""
+    rows = select_rows(metrics)
+    if metrics:
+        return rows
+    every = [s for doc in docs for s in servers(doc)]
+    return [r for r in rows if r.path == "status" or any(present(s, r) for s in every)]
+
+
+def cell(server: dict, row: Row) -> str:
+    """The rendered cell: "n/a" when the row's block is in ``not_measured``, "-" when its
+    value is otherwise absent, "?" when the value has an unexpected shape."""
+    if not present(server, row):
+        skipped = server.get("not_measured")
+        skipped = skipped if isinstance(skipped, dict) else {}
+        prefixes = {".".join(p.split(".")[:i]) for p in row.paths
+                    for i in range(1, p.count(".") + 2)}
+        return "n/a" if prefixes & skipped.keys() else "-"
     try:
-        value = _get(server, path)
-        return "-" if value is None else render(value)
-    except (AttributeError, KeyError, TypeError, ValueError):
+        return row.render(dig(server, row.path), server)
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError):
         return "?"
 
 
-def _size(n: int | None) -> str:
-    if not isinstance(n, int):
-        return "payload"
+# ---- labels -------------------------------------------------------------------------------
+
+def file_labels(docs: list[dict], labels=None) -> list[str]:
+    """A label per file: ``labels`` as given, else each file's environment.hostname, with
+    the ``created`` date added where two labels match (the whole timestamp, then the
+    file's position, where they still match).
+
+    Raises:
+        ValueError: ``labels`` does not hold one label per file.
+    """
+    if labels is not None:
+        if len(labels) != len(docs):
+            raise ValueError(f"{len(labels)} label(s) for {len(docs)} file(s): give one per file")
+        return [str(label) for label in labels]
+    choices = []
+    for i, doc in enumerate(docs):
+        host = dig(doc, "environment.hostname")
+        host = host if isinstance(host, str) and host else f"file {i + 1}"
+        created = str(doc.get("created"))
+        choices.append([host, f"{host} {created[:10]}", f"{host} {created}",
+                        f"{host} {created} #{i + 1}"])
+    level = [0] * len(docs)
+    for _ in range(3):
+        counts = Counter(c[lv] for c, lv in zip(choices, level))
+        level = [lv + (counts[c[lv]] > 1) for c, lv in zip(choices, level)]
+    out = [c[lv] for c, lv in zip(choices, level)]
+    return out
+
+
+def columns(docs: list[dict], labels=None) -> list[tuple[str, dict, str, dict]]:
+    """One (header, doc, file label, server) per column: the server's name, or
+    "name (label)" when several files or explicit labels are shown."""
+    named = labels is not None or len(docs) > 1
+    out = []
+    for doc, label in zip(docs, file_labels(docs, labels)):
+        for server in servers(doc):
+            header = f"{name_of(server)} ({label})" if named else name_of(server)
+            out.append((header, doc, label, server))
+    return out
+
+
+def payload_size(n) -> str:
+    """The large call's size for labels: "5 MiB", "100000 B", or "large" when unknown."""
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+        return "large"
     return f"{n // MIB} MiB" if n % MIB == 0 else f"{n} B"
 
 
-def table(results: Results, tablefmt: str = "github") -> str:
-    """Render ``results`` as one table (tabulate ``tablefmt``): a status row, then one row per
-    metric with units in the row name; a missing value is "-". Failed or skipped servers
-    show their status, with the reasons listed under the table."""
+def _label_context(docs: list[dict]) -> dict[str, str]:
+    """What row labels say about the run: the large call's size, the page cache state,
+    the confidence level of the median's interval."""
+    sizes = {payload_size(dig(d, "settings.payload_bytes")) for d in docs}
+    caches = {c for d in docs if isinstance(c := dig(d, "settings.cache_state"), str)}
+    levels = {lv for d in docs for s in servers(d)
+              if isinstance(lv := dig(s, "handshake_ms.ci_level"), (int, float))
+              and not isinstance(lv, bool) and dig(s, "handshake_ms.ci_low") is not None}
+    ci = ""
+    if len(levels) == 1:
+        ci = f" [{next(iter(levels)) * 100:.3g}% CI]"
+    elif levels:
+        ci = f" [CI ≥ {min(levels) * 100:.3g}%]"
+    return {"payload": sizes.pop() if len(sizes) == 1 else "large",
+            "cache": (f", {caches.pop()} page cache" if len(caches) == 1
+                      else ", mixed page cache" if caches else ""),
+            "ci": ci}
+
+
+# ---- notes under the table ----------------------------------------------------------------
+
+def _machine(doc: dict) -> str:
+    env, settings = doc.get("environment"), doc.get("settings")
+    env = env if isinstance(env, dict) else {}
+    settings = settings if isinstance(settings, dict) else {}
+    parts = []
+    if env.get("cpu_model") is not None:
+        parts.append(str(env["cpu_model"]))
+    if env.get("cpu_count") is not None:
+        parts.append(f"{env['cpu_count']} cores")
+    system = " ".join(str(env[k]) for k in ("os", "kernel") if env.get(k) is not None)
+    if system:
+        parts.append(system)
+    load = env.get("load_average")
+    if isinstance(load, list) and load:
+        parts.append("load average " + " ".join(f"{v:.2f}" if isinstance(v, float) else str(v)
+                                                for v in load))
+    run = []
+    if settings.get("runs") is not None:
+        run.append(f"runs {settings['runs']} after {settings.get('warmup', '?')} warm-up")
+    for key, text in (("order", "order {}"), ("pause_ms", "pause {} ms"),
+                      ("cache_state", "{} page cache")):
+        if settings.get(key) is not None:
+            run.append(text.format(settings[key]))
+    line = ", ".join(parts) or "machine not recorded"
+    return line + (f"; per server: {', '.join(run)}" if run else "")
+
+
+def _warning_text(warning) -> str:
+    if isinstance(warning, dict):
+        detail = warning.get("detail")
+        return str(detail) if detail is not None else str(warning)
+    return str(warning)
+
+
+def _command_line(argv) -> str:
+    return " ".join(map(str, argv)) if isinstance(argv, list) else str(argv)
+
+
+def _server_notes(cols) -> list[str]:
+    notes, shared, settled = [], False, {}
+    for header, _doc, _label, s in cols:
+        if s.get("status") in ("failed", "skipped") or s.get("reason"):
+            notes.append(f"- {header} {s.get('status')}: {s.get('reason')}")
+        warnings = s.get("warnings")
+        notes += [f"- {header} warning: {_warning_text(w)}"
+                  for w in (warnings if isinstance(warnings, list) else [])]
+        skipped = s.get("not_measured")
+        if isinstance(skipped, dict) and skipped:
+            notes.append(f"- {header} not measured (n/a): "
+                         + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+        settle_s = dig(s, "memory.settle_s")
+        if settle_s is not None:
+            rule = dig(s, "memory.settle_rule")
+            settle = f"{settle_s:.3g}" if isinstance(settle_s, (int, float)) else str(settle_s)
+            settled.setdefault(None if rule is None else str(rule), []).append(
+                f"{header} {settle} s")
+        shared |= any(dig(s, f"memory.idle_{k}_bytes") is not None for k in ("pss", "uss"))
+        sharing = dig(s, "memory.sharing")
+        if isinstance(sharing, list) and sharing:
+            shown = ", ".join(f"pid {p.get('pid')} {_command_line(p.get('cmdline'))}"
+                              if isinstance(p, dict) else str(p) for p in sharing[:3])
+            more = f" and {len(sharing) - 3} more" if len(sharing) > 3 else ""
+            notes.append(f"- {header}: {len(sharing)} other process(es) share its executable, "
+                         f"so its PSS is lower than it would be alone: {shown}{more}")
+    notes += [f"- idle memory read after: {', '.join(times)}" + (f" ({rule})" if rule else "")
+              for rule, times in settled.items()]
+    if shared:
+        notes.append("- PSS and USS depend on what else runs: a page shared with other processes "
+                     "counts in part (PSS) or not at all (USS) toward the server")
+    return notes
+
+
+def _startup(doc: dict, label: str | None) -> list[str]:
+    """The startup-budget section: what starting every server at once costs."""
+    startup = doc.get("startup")
+    if not isinstance(startup, dict):
+        return []
+    lines = [f"Startup budget{f' ({label})' if label else ''}: every server spawned at once, "
+             "as an editor does at launch"]
+
+    def line(text: str, render: Callable, *values) -> None:
+        try:
+            lines.append(text.format(*map(render, values)))
+        except (KeyError, TypeError, ValueError):
+            lines.append(text.format(*["?"] * len(values)))
+
+    if startup.get("sequential_sum_ms") is not None:
+        line("- sum of the cold-start medians: {} ms", fmt_ms, startup["sequential_sum_ms"])
+    if dig(startup, "concurrent_ms.median") is not None:
+        line("- all at once, until the last server answered: median {} ms", fmt_ms,
+             dig(startup, "concurrent_ms.median"))
+    if startup.get("idle_rss_bytes") is not None or startup.get("idle_pss_bytes") is not None:
+        line("- total idle memory: RSS {} MiB, PSS {} MiB", lambda v: _or_dash(fmt_mib, v),
+             startup.get("idle_rss_bytes"), startup.get("idle_pss_bytes"))
+    limits = startup.get("limits")
+    for limit in limits if isinstance(limits, list) else []:
+        if not isinstance(limit, dict):
+            continue
+        fits = limit.get("fits")
+        verdicts = ", ".join(f"{name} {'fits' if ok is True else 'does not fit' if ok is False else '?'}"
+                             for name, ok in (fits.items() if isinstance(fits, dict) else []))
+        lines.append(f"- {limit.get('client', '?')} (limit {limit.get('limit_s', '?')} s): "
+                     f"{verdicts or 'no server'}")
+    return lines
+
+
+def _provenance(doc: dict, label: str | None, markdown: bool) -> str:
+    argv = doc.get("argv")
+    command = (shlex.join(str(a) for a in argv) if isinstance(argv, list) and argv
+               else "command not recorded")
+    command = f"`{command}`" if markdown else command
+    env = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    return (f"{f'{label}: ' if label else ''}Measured on {env.get('hostname', '?')} at "
+            f"{doc.get('created', '?')} with {command} (mcpstart {doc.get('mcpstart_version', '?')})")
+
+
+# ---- the table ----------------------------------------------------------------------------
+
+def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
+          transpose: bool = False) -> str:
+    """Render results as text: metrics as rows, one column per server (header "name (label)"
+    when several files or ``labels`` are given); ``transpose`` puts servers in rows.
+
+    ``results_list``: one results file or a list (``Results`` objects or their JSON dicts).
+    ``labels``: one per file (default: each file's hostname, plus the date where two match).
+    ``tablefmt``: any tabulate format. ``metrics``: row key paths (see ``ROWS``) to show, in
+    order; without it every row that has a value somewhere. Under the table: the machine,
+    notes (reasons, warnings, what was not measured, idle-memory settle time, PSS/USS
+    caveat), the startup budget when measured, and one provenance line per file.
+
+    Raises:
+        UnknownMetric: a ``metrics`` path names no row.
+        ValueError: ``labels`` does not hold one label per file.
+    """
     from tabulate import tabulate
 
-    servers = results.servers
-    payload = _size(results.settings.get("payload_bytes"))
-    body = [["status", *[s.status for s in servers]]]
-    for label, path, render in ROWS:
-        body.append([label.format(payload=payload), *[_cell(s, path, render) for s in servers]])
-    text = tabulate(body, headers=["metric", *[s.name for s in servers]], tablefmt=tablefmt,
-                    disable_numparse=True, colalign=("left", *["right"] * len(servers)))
-    env, settings = results.environment, results.settings
-    machine = (f"{env.get('cpu_model')}, {env.get('cpu_count')} cores, {env.get('os')} "
-               f"{env.get('kernel')}; per server: runs {settings.get('runs')} after "
-               f"{settings.get('warmup')} warm-up; {results.created}")
-    notes = [f"- {s.name} {s.status}: {s.reason}" for s in servers if s.reason]
-    notes += [f"- {s.name} warning: {w}" for s in servers for w in s.warnings]
-    if not servers:
-        notes.append("- this results file holds no servers")
-    notes = [note.replace("\n", "\n  ") for note in notes]  # Markdown list continuation
-    text = "\n\n".join([text, machine, *(["\n".join(notes)] if notes else [])])
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
+    docs = documents(results_list)
+    cols = columns(docs, labels)
+    rows = visible_rows(docs, metrics)
+    context = _label_context(docs)
+    markdown = tablefmt in MARKDOWN_FORMATS
+
+    def clean(text: str) -> str:
+        text = " ".join(str(text).splitlines())
+        return text.replace("|", "\\|") if markdown else text
+
+    body = [[clean(r.label.format(**context)), *[clean(cell(c[3], r)) for c in cols]] for r in rows]
+    headers = ["metric", *[clean(c[0]) for c in cols]]
+    if transpose:
+        body = [list(line) for line in zip(headers, *body)]
+        headers, body = body[0], body[1:]
+        headers[0] = "server"
+    text = tabulate(body, headers=headers, tablefmt=tablefmt, disable_numparse=True,
+                    colalign=("left", *["right"] * (len(headers) - 1)))
+    several = len(docs) > 1
+    labels_ = file_labels(docs, labels)
+    machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
+                        for doc, label in zip(docs, labels_))
+    notes = [note.replace("\n", "\n  ") for note in _server_notes(cols)]  # Markdown list item
+    if not cols:
+        notes.append("- this results file holds no servers" if not several
+                     else "- these results files hold no servers")
+    sections = [text, machine, "\n".join(notes)]
+    for doc, label in zip(docs, labels_):
+        sections.append("\n".join(_startup(doc, label if several else None)))
+    sections.append("\n".join(_provenance(doc, label if several else None, markdown)
+                              for doc, label in zip(docs, labels_)))
+    out = "\n\n".join(s for s in sections if s)
+    return out.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
