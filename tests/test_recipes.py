@@ -172,6 +172,7 @@ def test_reference_recipes_are_valid():
     loaded = {r.name: r for r in load_recipes(folder)}
     assert {"go", "python", "rust", "typescript"} <= set(loaded)
     assert all(r.has_build and r.artifact_include and r.dependencies for r in loaded.values())
+    assert loaded["typescript"].dependencies["method"] == "npm-installed"
 
 
 def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):
