@@ -1,5 +1,8 @@
 from pathlib import Path
 
+import json
+
+from mcpstart.measure.footprint import tree_bytes
 from mcpstart.targets.build import KEEP_BUILDS, build_key, cache_root, ensure_built, toolchain_versions
 from mcpstart.targets.recipes import load_recipe
 
@@ -9,11 +12,12 @@ WRITE_OUT = "import os; open(os.environ['TOY_OUT'], 'w').write('built'); print('
 
 
 def make(tmp_path: Path, name: str, tool: str = "python3", step: str = WRITE_OUT,
-         version: list[str] | None = None):
+         version: list[str] | None = None, more: tuple[str, ...] = ()):
     recipe = toy_recipe()
     recipe["source"] = f"servers/{name}"
     recipe["toolchains"] = [{"name": tool, "version": version or [tool, "--version"]}]
-    recipe["build"] = {"env": {"TOY_OUT": "{build}/out.txt"}, "steps": [["python3", "-c", step]]}
+    recipe["build"] = {"env": {"TOY_OUT": "{build}/out.txt"},
+                       "steps": [["python3", "-c", s] for s in (step, *more)]}
     recipe["artifact"] = {"include": ["{build}/out.txt"]}
     return load_recipe(write_recipe(tmp_path, name, recipe, {"server.py": "print('hello')\n"}))
 
@@ -71,7 +75,11 @@ def test_toolchain_whose_version_command_fails_is_skipped(tmp_path):
 def test_corrupt_marker_means_build_again(tmp_path):
     recipe = make(tmp_path, "one")
     build = ensure_built(recipe, tmp_path / "c")
-    for corrupt in ('{"key": "x"', '{}', '{"build_s": NaN, "finished": "x"}'):
+    marker = json.loads((build.folder / "mcpstart-build.json").read_text())
+    assert marker["dev_tree_bytes"] == build.dev_tree_bytes > 0
+    older = {k: v for k, v in marker.items() if k != "dev_tree_bytes"}  # before dev_tree_bytes
+    for corrupt in ('{"key": "x"', '{}', '{"build_s": NaN, "finished": "x"}', json.dumps(older),
+                    json.dumps({**marker, "dev_tree_bytes": -1})):
         (build.folder / "mcpstart-build.json").write_text(corrupt)
         assert ensure_built(recipe, tmp_path / "c").status == "built"
 
@@ -113,3 +121,51 @@ def test_cache_root_precedence(tmp_path, monkeypatch):
     assert cache_root(tmp_path / "opt") == tmp_path / "opt"
     monkeypatch.delenv("MCPSTART_CACHE_DIR")
     assert cache_root().name == "mcpstart"
+
+
+def test_dev_tree_keeps_what_a_later_step_deleted(tmp_path):
+    grow = "open('big.bin', 'wb').write(b'x' * 50000)"
+    prune = "import os; os.remove('big.bin')"
+    recipe = make(tmp_path, "one", step=grow, more=(prune,))
+    build = ensure_built(recipe, tmp_path / "c")
+    assert build.status == "built" and not (build.folder / "src" / "big.bin").exists()
+    log = build.log.read_text()
+    after_first_step = log[:log.index("$ python3 -c import os")]  # the log when step 1 ended
+    src_bytes = len("print('hello')\n")
+    assert build.dev_tree_bytes == 50000 + src_bytes + len(after_first_step)
+    assert tree_bytes([str(build.folder)]) < 50000  # what is left on disk now
+    cached = ensure_built(recipe, tmp_path / "c")
+    assert cached.status == "cached" and cached.dev_tree_bytes == build.dev_tree_bytes
+
+
+def test_recipe_without_build_is_ready_to_spawn_as_written(tmp_path):
+    path = write_recipe(tmp_path, "mine", {"source": "servers/mine",
+                                           "run": {"argv": ["python3", "server.py"],
+                                                   "env": {"MODE": "stdio"}}},
+                        {"server.py": "print('hello')\n"})
+    said = []
+    build = ensure_built(load_recipe(path), tmp_path / "c", progress=said.append)
+    assert (build.status, build.ok, build.folder, build.build_s) == ("no-build", True, None, None)
+    assert said == ["mine: nothing to build (the recipe has no [build])"]
+    assert not (tmp_path / "c").exists()  # nothing written to the cache
+    command = build.command({"EXTRA": "1"})
+    assert command.argv == ["python3", "server.py"]
+    assert command.cwd == str((tmp_path / "servers" / "mine").resolve())
+    assert command.env == {"MODE": "stdio", "EXTRA": "1"}
+    assert build.path("node_modules") == str((tmp_path / "servers" / "mine").resolve() / "node_modules")
+    assert build.path("/opt/x") == "/opt/x"
+
+
+def test_recipe_without_build_or_source_runs_in_mcpstarts_directory(tmp_path):
+    path = write_recipe(tmp_path, "bare", {"run": {"argv": ["my-server"]}}, {})
+    build = ensure_built(load_recipe(path), tmp_path / "c")
+    assert build.command().cwd is None
+    assert build.path("x") == str(tmp_path / "x")  # relative to the recipe folder's parent
+
+
+def test_recipe_without_build_still_needs_its_toolchains(tmp_path):
+    path = write_recipe(tmp_path, "bare", {
+        "toolchains": [{"name": "zz", "version": ["no-such-runtime-xyz", "-v"]}],
+        "run": {"argv": ["no-such-runtime-xyz"]}}, {})
+    build = ensure_built(load_recipe(path), tmp_path / "c")
+    assert (build.status, build.reason, build.ok) == ("skipped", "no-such-runtime-xyz not found", False)

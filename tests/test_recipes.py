@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpstart.targets.recipes import RecipeError, load_recipe, load_recipes
+from mcpstart.targets import recipes
+from mcpstart.targets.recipes import RecipeError, find_recipe_folder, load_recipe, load_recipes
 
 from conftest import toy_recipe, write_recipe
 
@@ -17,6 +18,76 @@ def test_good_recipe_loads_with_defaults(tmp_path):
     assert recipe.run_cwd == "{src}" and recipe.run_env == {} and recipe.artifact_exclude == []
     assert recipe.toolchains[0].version_argv == ["python3", "--version"]
     assert [str(p) for p in recipe.source_files()] == ["server.py"]
+    assert recipe.has_build and recipe.steps == [["python3", "-m", "py_compile", "server.py"]]
+
+
+def test_only_run_argv_is_required(tmp_path):
+    path = write_recipe(tmp_path, "bare", {"run": {"argv": ["my-server", "--stdio"]}}, {})
+    recipe = load_recipe(path)
+    assert recipe.run_argv == ["my-server", "--stdio"]
+    assert not recipe.has_build and recipe.steps == [] and recipe.sources == []
+    assert (recipe.language, recipe.sdk, recipe.sdk_version, recipe.tool_file) == (None,) * 4
+    assert recipe.source_dir is None and recipe.run_cwd is None
+    assert recipe.artifact_include == [] and recipe.dependencies == {} and recipe.toolchains == []
+
+
+def test_without_build_the_run_starts_in_the_source_folder(tmp_path):
+    path = write_recipe(tmp_path, "mine", {"language": "ruby", "source": "servers/mine",
+                                           "tool_file": "server.rb",
+                                           "run": {"argv": ["ruby", "server.rb"]}},
+                        {"server.rb": "puts 1\n"})
+    recipe = load_recipe(path)
+    assert recipe.language == "ruby"  # any string: the reference names are not a closed list
+    assert recipe.run_cwd == str((tmp_path / "servers" / "mine").resolve())
+
+
+def test_none_dependency_method_needs_no_target_or_lock(tmp_path):
+    recipe = toy_recipe()
+    recipe["dependencies"] = {"method": "none"}
+    assert load_recipe(write_repo(tmp_path, recipe)).dependencies == {"method": "none"}
+    recipe["dependencies"]["target"] = "{build}/x"
+    with pytest.raises(RecipeError, match="field 'dependencies.target' is not used by method 'none'"):
+        load_recipe(write_repo(tmp_path, recipe))
+
+
+def test_every_problem_is_reported_in_one_message(tmp_path):
+    recipe = {"language": "", "sdk": 3, "sdk_verison": "1.0", "tool_file": "x.py",
+              "build": {"steps": [["make"], "make install"]},
+              "run": {"argv": ["{build}/server"], "cwd": 7},
+              "artifact": {"exclude": ["x"]},
+              "dependencies": {"method": "guess"}}
+    path = write_recipe(tmp_path, "bad", recipe, {})
+    with pytest.raises(RecipeError) as err:
+        load_recipe(path)
+    lines = str(err.value).splitlines()
+    assert lines[0] == f"{path}: 10 problems:"
+    assert [line.strip() for line in lines[1:]] == [
+        "field 'sdk_verison' is not a recipe field here (known: language, sdk, sdk_version, "
+        "source, sources, tool_file, toolchains, build, run, artifact, dependencies)",
+        "field 'language' is empty",
+        "field 'sdk' must be a string, not int",
+        "field 'tool_file' needs 'source', the folder it is in",
+        "field 'build.steps[1]' must be a non-empty list of non-empty strings",
+        "field 'source' is missing: a [build] copies its files from this folder",
+        "field 'sources' is missing: a [build] needs the files that key its cache",
+        "field 'run.cwd' must be a string, not int",
+        "field 'artifact.include' is missing",
+        "field 'dependencies.method' must be one of npm-installed, python-venv, go-binary, "
+        "cargo-tree, none, not 'guess'",
+    ]
+
+
+def test_placeholders_need_a_build(tmp_path):
+    recipe = {"run": {"argv": ["{src}/server"], "env": {"HOME": "{build}/home"}},
+              "artifact": {"include": ["/opt/server"]},
+              "dependencies": {"method": "go-binary", "target": "{build}/server"}}
+    with pytest.raises(RecipeError) as err:
+        load_recipe(write_recipe(tmp_path, "p", recipe, {}))
+    assert str(err.value).splitlines()[1:] == [
+        "  field 'run.argv' uses {src}, but the recipe has no [build]",
+        "  field 'run.env.HOME' uses {build}, but the recipe has no [build]",
+        "  field 'dependencies.target' uses {build}, but the recipe has no [build]",
+    ]
 
 
 def _set(path: str, value):
@@ -34,12 +105,16 @@ def _set(path: str, value):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (_set("sdk", None), "field 'sdk' is missing"),
+    (_set("run.argv", None), "field 'run.argv' is missing"),
     (_set("build.steps", "make"), "field 'build.steps' must be a list, not str"),
+    (_set("build.steps", []), "field 'build.steps' must list at least one step"),
     (_set("run.argv", []), "field 'run.argv' must be a non-empty list"),
-    (_set("language", "cobol"), "field 'language' must be one of"),
+    (_set("language", ["go"]), "field 'language' must be a string, not list"),
     (_set("dependencies.method", "guess"), "field 'dependencies.method' must be one of"),
+    (_set("dependencies.target", None), "field 'dependencies.target' is missing: method "
+                                        "'python-venv' counts what it names"),
     (_set("toolchains.0.version", "python3"), "field 'toolchains[0].version' must be a list"),
+    (_set("toolchains.0.name", None), "field 'toolchains[0].name' is missing"),
     (_set("tool_file", "nope.py"), "field 'tool_file'"),
     (_set("run", None), "field 'run' is missing"),
 ])
@@ -51,6 +126,15 @@ def test_bad_recipe_names_file_and_field(tmp_path, edit, message):
         load_recipe(path)
     assert str(path) in str(err.value)
     assert message in str(err.value)
+
+
+def test_missing_source_folder_is_named(tmp_path):
+    path = write_repo(tmp_path, toy_recipe())
+    path.write_text(path.read_text().replace('"servers/toy"', '"servers/gone"'))
+    with pytest.raises(RecipeError) as err:
+        load_recipe(path)
+    assert str(err.value) == (f"{path}: field 'source' names folder "
+                              f"{(tmp_path / 'servers' / 'gone').resolve()}, which does not exist")
 
 
 def test_unreadable_toml_names_the_file(tmp_path):
@@ -67,9 +151,9 @@ def test_unknown_name_lists_known(tmp_path):
 
 
 @pytest.mark.parametrize("sources, message", [
-    (["*.rs"], r"sources: '\*.rs' matches no file"),
-    (["/etc/hostname"], r"'/etc/hostname' must be relative"),
-    (["../x.py"], r"'../x.py' must be relative"),
+    (["*.rs"], r"field 'sources' has '\*.rs', which matches no file"),
+    (["/etc/hostname"], r"field 'sources' has '/etc/hostname', which must be relative"),
+    (["../x.py"], r"field 'sources' has '../x.py', which must be relative"),
 ])
 def test_sources_are_checked_when_loading(tmp_path, sources, message):
     recipe = toy_recipe()
@@ -85,5 +169,35 @@ def test_a_name_asked_twice_is_measured_once(tmp_path):
 
 def test_reference_recipes_are_valid():
     folder = Path(__file__).parent.parent / "build-recipes"
-    names = [r.name for r in load_recipes(folder)]
-    assert names == ["go", "python", "rust", "typescript"]
+    loaded = {r.name: r for r in load_recipes(folder)}
+    assert {"go", "python", "rust", "typescript"} <= set(loaded)
+    assert all(r.has_build and r.artifact_include and r.dependencies for r in loaded.values())
+    assert loaded["typescript"].dependencies["method"] == "npm-installed"
+
+
+def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    assert find_recipe_folder(str(mine), cwd=tmp_path) == (mine, f"recipes from {mine} (--recipes)")
+    with pytest.raises(RecipeError, match="--recipes .*/nope: no such folder"):
+        find_recipe_folder(str(tmp_path / "nope"))
+
+    (tmp_path / "build-recipes").mkdir()
+    folder, why = find_recipe_folder(None, cwd=tmp_path)
+    assert folder == tmp_path / "build-recipes"
+    assert why.endswith("(./build-recipes in the current directory)")
+
+    checkout = Path(__file__).resolve().parent.parent / "build-recipes"
+    folder, why = find_recipe_folder(None, cwd=mine)  # no ./build-recipes there
+    assert folder == checkout  # tests run from a checkout: the package's own sibling folder
+    assert "the reference recipes of the mcpstart checkout" in why
+
+    packaged = tmp_path / "site" / "mcpstart" / "reference"
+    (packaged / "build-recipes").mkdir(parents=True)
+    monkeypatch.setattr(recipes, "PACKAGED", packaged)  # as a wheel install lays it out
+    folder, why = find_recipe_folder(None, cwd=mine)
+    assert folder == packaged / "build-recipes" and "installed with mcpstart" in why
+
+    monkeypatch.setattr(recipes, "PACKAGED", tmp_path / "empty" / "a" / "reference")
+    with pytest.raises(RecipeError, match="no recipe folder: no ./build-recipes here"):
+        find_recipe_folder(None, cwd=mine)

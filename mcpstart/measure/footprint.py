@@ -1,5 +1,5 @@
 """What a built server costs on disk and in packages, as design.md's footprint section defines:
-artifact bytes, dev tree bytes, dependency count, lock count and tool lines."""
+artifact bytes, dev tree bytes, dependency count, lock count, tool lines and debug info."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ import re
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..targets.build import Build
+if TYPE_CHECKING:  # build.py sizes its folder with tree_bytes: no import at run time
+    from ..targets.build import Build
 
+KEYS = ("artifact_bytes", "dev_tree_bytes", "dependency_count", "lock_count", "tool_lines",
+        "build_s", "build_cached", "debug_info")
 NOT_SHIPPED_PYTHON = {"pip", "setuptools", "wheel"}
 
 
@@ -50,11 +54,14 @@ def tree_bytes(include: list[str], exclude: list[str] = ()) -> int:
     return total
 
 
-def _npm_lock(lock: Path) -> set[tuple[str, str]]:
-    packages = json.loads(lock.read_text())["packages"]
+def _npm_installed(node_modules: Path) -> set[tuple[str, str]]:
+    """The installed tree as npm records it in ``node_modules/.package-lock.json`` (rewritten
+    by every install and prune): packages of other platforms that were not installed are not
+    there, unlike in package-lock.json. Entries flagged ``dev`` (no prune) are left out."""
+    packages = json.loads((node_modules / ".package-lock.json").read_text())["packages"]
     return {(key.rsplit("node_modules/", 1)[1], meta.get("version", ""))
             for key, meta in packages.items()
-            if key.startswith("node_modules/") and not meta.get("dev")}
+            if "node_modules/" in key and not meta.get("dev")}
 
 
 def _python_venv(venv: Path) -> set[tuple[str, str]]:
@@ -79,11 +86,19 @@ def _go_binary(binary: Path, env: dict[str, str]) -> set[tuple[str, str]]:
 
 
 def _cargo_tree(manifest_dir: Path, env: dict[str, str]) -> set[tuple[str, str]]:
-    out = _run(["cargo", "tree", "-e", "normal", "--prefix", "none", "--locked", "--offline"],
-               manifest_dir, env)
-    crates = [line.split()[:2] for line in out.splitlines() if line.strip()]
-    root = tuple(crates[0])
-    return {(name, version.lstrip("v")) for name, version in crates[1:] if (name, version) != root}
+    host = re.search(r"^host: (\S+)", _run(["rustc", "-vV"], manifest_dir, env), re.M)
+    if not host:
+        raise RuntimeError("rustc -vV names no host triple")
+    out = _run(["cargo", "tree", "-e", "normal,no-proc-macro", "--target", host.group(1),
+                "--prefix", "none", "--locked", "--offline"], manifest_dir, env)
+    return parse_cargo_tree(out)
+
+
+def parse_cargo_tree(out: str) -> set[tuple[str, str]]:
+    """Distinct (crate, version) pairs of ``cargo tree --prefix none`` output, the root (the
+    first line) left out; a crate listed again (marked ``(*)``) counts once."""
+    crates = [tuple(line.split()[:2]) for line in out.splitlines() if line.strip()]
+    return {(name, version.lstrip("v")) for name, version in crates[1:] if (name, version) != crates[0]}
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -97,19 +112,23 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
 
 def shipped_packages(build: Build) -> set[tuple[str, str]]:
     """Packages that ship with the server besides itself, as distinct (name, version) pairs
-    (two versions of one package count twice), counted by the
-    recipe's method: npm-lock (production entries of package-lock.json), python-venv
-    (distributions in the venv but pip/setuptools/wheel), go-binary (modules linked into the
-    binary, ``go version -m``), cargo-tree (``cargo tree -e normal`` for the host, deduplicated).
+    (two versions of one package count twice), counted by the recipe's method:
+    npm-installed (the installed production tree, ``node_modules/.package-lock.json``),
+    python-venv (distributions in the venv but pip/setuptools/wheel), go-binary (modules
+    linked into the binary, ``go version -m``), cargo-tree (``cargo tree -e
+    normal,no-proc-macro --target <host>``: crates compiled into the binary for the host,
+    without proc-macro and build-only crates), none (nothing).
 
     Raises:
-        RuntimeError / OSError / ValueError: the tool or file the method reads failed.
+        RuntimeError / OSError / ValueError / KeyError: the tool or file the method reads failed.
     """
     deps = build.recipe.dependencies
-    target = Path(build.expand(deps["target"]))
     method = deps["method"]
-    if method == "npm-lock":
-        return _npm_lock(target)
+    if method == "none":
+        return set()
+    target = Path(build.path(deps["target"]))
+    if method == "npm-installed":
+        return _npm_installed(target)
     if method == "python-venv":
         return _python_venv(target)
     if method == "go-binary":
@@ -150,38 +169,114 @@ def tool_lines(path: Path) -> int:
     return sum(1 for l in lines if l.strip())
 
 
-def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, list[str]]:
-    """The footprint block of one built server, its resolved SDK version (None if the SDK
-    package was not found among the shipped packages), and warnings.
+def artifact_files(build: Build) -> list[str]:
+    """The files the ``[artifact]`` include globs name directly (not those inside a named
+    folder), excluded ones left out: a native server's binaries."""
+    recipe = build.recipe
+    exclude = [build.path(p) for p in recipe.artifact_exclude]
+    return sorted(path for pattern in recipe.artifact_include
+                  for path in glob.glob(build.path(pattern))
+                  if os.path.isfile(path) and not any(fnmatch.fnmatch(path, e) for e in exclude))
+
+
+def debug_info(paths: list[str]) -> bool | None:
+    """Whether the ELF files among ``paths`` carry DWARF debug information, a ``.debug_info``
+    section (or ``.zdebug_info``, the old compressed form): True if any does, False if none
+    does, None if no path is an ELF file (an interpreted server's source, a script).
+
+    Read with pyelftools, a maintained pure-Python ELF reader, rather than by hand: section
+    names sit in a string table that only the section headers locate, in either word size
+    and byte order.
+
+    Raises:
+        ValueError: a file starts like an ELF file but cannot be parsed.
+    """
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    found = None
+    for path in paths:
+        with open(path, "rb") as file:
+            if file.read(4) != b"\x7fELF":
+                continue
+            file.seek(0)
+            try:
+                elf = ELFFile(file)
+                has = any(elf.get_section_by_name(n) is not None
+                          for n in (".debug_info", ".zdebug_info"))
+            except ELFError as err:
+                raise ValueError(f"{path}: not a readable ELF file: {err}") from err
+        found = bool(found) or has
+    return found
+
+
+def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, list[dict]]:
+    """The footprint block of one server that is ready to spawn (``build.ok``), its resolved
+    SDK version (None if the recipe names no SDK or the SDK package was not found among the
+    shipped packages), and warnings.
 
     Returns:
         ``({artifact_bytes, dev_tree_bytes, dependency_count, lock_count, tool_lines,
-        build_s, build_cached}, sdk_version, warnings)``.
+        build_s, build_cached, debug_info, not_measured}, sdk_version, warnings)``. A figure
+        that does not apply (the recipe has no ``[build]``, ``[artifact]``,
+        ``[dependencies]``, lock file or ``tool_file``; no ELF file for ``debug_info``) is
+        None with the reason in ``not_measured`` ({key: reason}: "n/a" in tables); a figure
+        that is None but not listed there could not be counted, and a warning
+        ``{kind: "footprint", metric: "footprint.<key>", detail}`` says why.
     """
-    recipe = build.recipe
-    warnings = []
-    block = {
-        "artifact_bytes": tree_bytes([build.expand(p) for p in recipe.artifact_include],
-                                     [build.expand(p) for p in recipe.artifact_exclude]),
-        "dev_tree_bytes": tree_bytes([str(build.folder)]),
-        "dependency_count": None,
-        "lock_count": None,
-        "tool_lines": tool_lines(recipe.source_dir / recipe.tool_file),
-        "build_s": build.build_s,
-        "build_cached": cached,
-    }
+    recipe, deps = build.recipe, build.recipe.dependencies
+    block: dict = dict.fromkeys(KEYS)
+    not_measured: dict[str, str] = {}
+    warnings: list[dict] = []
+
+    def attempt(key: str, how) -> bool:
+        """Set ``block[key] = how()``; False (and a warning) when what it reads failed."""
+        try:
+            block[key] = how()
+            return True
+        except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as err:
+            warnings.append({"kind": "footprint", "metric": f"footprint.{key}",
+                             "detail": f"{key} not counted: {err}"})
+            return False
+
+    def absent(keys: tuple[str, ...], reason: str) -> None:
+        not_measured.update(dict.fromkeys(keys, reason))
+
+    if build.folder is None:
+        absent(("dev_tree_bytes", "build_s", "build_cached"), "the recipe has no [build]")
+    else:
+        block.update(dev_tree_bytes=build.dev_tree_bytes, build_s=build.build_s,
+                     build_cached=cached)
+
+    if not recipe.artifact_include:
+        absent(("artifact_bytes", "debug_info"), "the recipe has no [artifact]")
+    else:
+        attempt("artifact_bytes", lambda: tree_bytes(
+            [build.path(p) for p in recipe.artifact_include],
+            [build.path(p) for p in recipe.artifact_exclude]))
+        if attempt("debug_info", lambda: debug_info(artifact_files(build))) and block["debug_info"] is None:
+            absent(("debug_info",), "no ELF file in the artifact (an interpreted server)")
+
+    if recipe.tool_file:
+        attempt("tool_lines", lambda: tool_lines(recipe.source_dir / recipe.tool_file))
+    else:
+        absent(("tool_lines",), "the recipe names no tool_file")
+
     sdk_version = None
-    try:
-        block["lock_count"] = lock_count(Path(build.expand(recipe.dependencies["lock"])))
-    except (OSError, ValueError, KeyError) as err:
-        warnings.append(f"lock count failed: {err}")
-    try:
-        packages = shipped_packages(build)
-        block["dependency_count"] = len(packages)
-        sdk_version = next((v for n, v in sorted(packages) if n == recipe.sdk.lower()
-                            or n == recipe.sdk), None)
-    except (RuntimeError, OSError, ValueError, KeyError) as err:
-        warnings.append(f"dependency count failed: {err}")
-    if sdk_version and sdk_version.lstrip("v") != recipe.sdk_version.lstrip("v"):
-        warnings.append(f"recipe says {recipe.sdk} {recipe.sdk_version}, build has {sdk_version}")
+    if not deps:
+        absent(("dependency_count", "lock_count"), "the recipe has no [dependencies]")
+    else:
+        if "lock" in deps:
+            attempt("lock_count", lambda: lock_count(Path(build.path(deps["lock"]))))
+        else:
+            absent(("lock_count",), "the recipe names no lock file")
+        if attempt("dependency_count", lambda: shipped_packages(build)):
+            packages = block["dependency_count"]
+            block["dependency_count"] = len(packages)
+            sdk_version = next((v for n, v in sorted(packages)
+                                if recipe.sdk and n in (recipe.sdk, recipe.sdk.lower())), None)
+    if sdk_version and recipe.sdk_version and sdk_version.lstrip("v") != recipe.sdk_version.lstrip("v"):
+        warnings.append({"kind": "sdk_version", "metric": "sdk_version", "detail":
+                         f"recipe says {recipe.sdk} {recipe.sdk_version}, build has {sdk_version}"})
+    block["not_measured"] = not_measured
     return block, sdk_version, warnings

@@ -2,6 +2,7 @@
 
 A build folder is keyed by a hash of the recipe file, the source files it names and the
 versions of its toolchains, so an unchanged server is never rebuilt and a changed one is.
+A recipe without ``[build]`` is not built: its Build has status "no-build" and no folder.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import Progress, interrupts
+from ..measure.footprint import tree_bytes
 from .recipes import Recipe
 from ..stdio.session import Command
 
@@ -29,8 +31,6 @@ MARKER = "mcpstart-build.json"
 BUILD_TIMEOUT_S = 1800
 LOG_TAIL_LINES = 25
 KEEP_BUILDS = 3
-
-
 
 def cache_root(option: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``option``, else $MCPSTART_CACHE_DIR, else the user cache dir
@@ -49,12 +49,17 @@ class Build:
     """What became of one recipe's build.
 
     Attributes:
-        status: "built" (just now), "cached" (up to date, no work done), "skipped" (a
-            toolchain is missing) or "failed".
+        status: "built" (just now), "cached" (up to date, no work done), "no-build" (the
+            recipe has no ``[build]``: spawned as written), "skipped" (a toolchain is
+            missing) or "failed".
         reason: why skipped or failed (one line), else None.
         log_tail: the last lines of the log of a failed build.
-        folder: the build folder (``{build}``); its ``src`` subfolder is ``{src}``.
+        folder: the build folder (``{build}``); its ``src`` subfolder is ``{src}``. None
+            without a build.
         build_s: wall time of the build that produced ``folder``, in seconds.
+        dev_tree_bytes: the largest size of ``folder`` (footprint.tree_bytes) seen after any
+            build step, so files a later step deleted (``npm prune``) still count; kept in
+            the build's marker file, so a cached build knows it too.
         log: the build log.
         toolchains: name -> first line of its version output.
     """
@@ -65,17 +70,30 @@ class Build:
     log_tail: str = ""
     folder: Path | None = None
     build_s: float | None = None
+    dev_tree_bytes: int | None = None
     log: Path | None = None
     toolchains: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         """True when the server is built and can be spawned."""
-        return self.status in ("built", "cached")
+        return self.status in ("built", "cached", "no-build")
 
     def expand(self, text: str) -> str:
-        """Replace ``{build}`` and ``{src}`` with this build's folders."""
+        """Replace ``{build}`` and ``{src}`` with this build's folders (a recipe without a
+        build has no placeholders: load_recipe refuses them)."""
+        if self.folder is None:
+            return text
         return text.replace("{build}", str(self.folder)).replace("{src}", str(self.folder / "src"))
+
+    def path(self, text: str) -> str:
+        """``text`` expanded, a relative path taken from the sources: ``{src}`` when built,
+        else the recipe's source folder, else the recipe folder's parent (where ``source``
+        is taken from). For the globs of ``[artifact]`` and ``[dependencies]``."""
+        recipe = self.recipe
+        base = (self.folder / "src" if self.folder else recipe.source_dir
+                or recipe.path.parent.parent)
+        return os.path.join(base, self.expand(text))
 
     def environment(self) -> dict[str, str]:
         """The build steps' environment: mcpstart's plus the recipe's ``build.env``."""
@@ -84,8 +102,9 @@ class Build:
     def command(self, extra_env: dict[str, str] | None = None) -> Command:
         """How to spawn the built server, with ``extra_env`` (e.g. ``--env``) on top."""
         env = {k: self.expand(v) for k, v in self.recipe.run_env.items()}
+        cwd = self.recipe.run_cwd
         return Command([self.expand(a) for a in self.recipe.run_argv],
-                       self.expand(self.recipe.run_cwd), {**env, **(extra_env or {})})
+                       self.expand(cwd) if cwd else None, {**env, **(extra_env or {})})
 
 
 def toolchain_versions(recipe: Recipe) -> tuple[dict[str, str], str | None]:
@@ -123,7 +142,8 @@ def build_key(recipe: Recipe, versions: dict[str, str]) -> str:
 
 def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
                  progress: Progress = lambda _: None) -> Build:
-    """Build ``recipe`` unless an up-to-date build exists (``rebuild`` forces one).
+    """Build ``recipe`` unless an up-to-date build exists (``rebuild`` forces one); a recipe
+    without ``[build]`` only has its toolchains checked (status "no-build").
 
     Never raises for a failed step or a missing toolchain: those come back as a Build with
     status "failed" or "skipped" and a reason. Another mcpstart building the same server
@@ -133,6 +153,9 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     versions, missing = toolchain_versions(recipe)
     if missing:
         return Build(recipe, "skipped", missing, toolchains=versions)
+    if not recipe.has_build:
+        progress(f"{recipe.name}: nothing to build (the recipe has no [build])")
+        return Build(recipe, "no-build", toolchains=versions)
     key = build_key(recipe, versions)
     folder = root / "builds" / f"{recipe.name}-{key[:16]}"
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +173,8 @@ def _ensure_built(recipe: Recipe, folder: Path, key: str, versions: dict[str, st
         progress(f"{recipe.name}: up to date (built in {done['build_s']:.1f} s at "
                  f"{done['finished']}), nothing to do")
         return Build(recipe, "cached", folder=folder, build_s=done["build_s"],
-                     log=folder / "build.log", toolchains=versions)
+                     dev_tree_bytes=done["dev_tree_bytes"], log=folder / "build.log",
+                     toolchains=versions)
     build = Build(recipe, "built", folder=folder, log=folder / "build.log", toolchains=versions)
     progress(f"{recipe.name}: building (log: {build.log})")
     failure = _run_build(build)
@@ -159,7 +183,8 @@ def _ensure_built(recipe: Recipe, folder: Path, key: str, versions: dict[str, st
         progress(f"{recipe.name}: build failed: {failure} (log: {build.log})")
         return build
     tmp = marker.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "build_s": build.build_s, "toolchains": versions,
+    tmp.write_text(json.dumps({"key": key, "build_s": build.build_s,
+                               "dev_tree_bytes": build.dev_tree_bytes, "toolchains": versions,
                                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
     tmp.replace(marker)
     _prune(folder)
@@ -172,11 +197,13 @@ def _lock_path(folder: Path) -> Path:
 
 
 def _read_marker(marker: Path) -> dict | None:
-    """The finished build's record, or None when absent or unreadable (then: build again)."""
+    """The finished build's record, or None when absent, unreadable or from an mcpstart that
+    did not record the dev tree (then: build again)."""
     try:
         done = json.loads(marker.read_text())
-        build_s = done.get("build_s")
-        ok = isinstance(build_s, (int, float)) and math.isfinite(build_s) and done.get("finished")
+        build_s, dev_tree = done.get("build_s"), done.get("dev_tree_bytes")
+        ok = (isinstance(build_s, (int, float)) and math.isfinite(build_s) and done.get("finished")
+              and type(dev_tree) is int and dev_tree >= 0)
         return done if ok else None
     except (OSError, ValueError, AttributeError):
         return None
@@ -195,7 +222,8 @@ def _prune(current: Path) -> None:
 
 
 def _run_build(build: Build) -> str | None:
-    """Copy the sources and run the steps; returns the failure's cause, or None."""
+    """Copy the sources and run the steps, noting the build folder's largest size after any
+    step in ``build.dev_tree_bytes``; returns the failure's cause, or None."""
     recipe = build.recipe
     shutil.rmtree(build.folder, ignore_errors=True)
     src = build.folder / "src"
@@ -204,18 +232,20 @@ def _run_build(build: Build) -> str | None:
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(recipe.source_dir / rel, src / rel)
     env = build.environment()
-    start = time.perf_counter()
+    build.build_s, build.dev_tree_bytes = 0.0, 0
     with open(build.log, "w", encoding="utf-8") as log:
         for number, step in enumerate(recipe.steps, 1):
             argv = [build.expand(a) for a in step]
             log.write(f"$ {' '.join(argv)}\n")
             log.flush()
+            start = time.perf_counter()
             cause = _run_step(argv, src, env, log)
+            build.build_s += time.perf_counter() - start  # the steps' time, not the sizing's
             if cause:
                 log.write(f"mcpstart: {cause}\n")
                 log.close()
                 return f"step {number} ({' '.join(argv)}) {cause}"
-    build.build_s = time.perf_counter() - start
+            build.dev_tree_bytes = max(build.dev_tree_bytes, tree_bytes([str(build.folder)]))
     return None
 
 

@@ -1,17 +1,30 @@
-"""Build recipes: build-recipes/<name>.toml says, as data, how to build, run and count a server."""
+"""Build recipes: build-recipes/<name>.toml says, as data, how to build, run and count a server.
+
+Only ``run.argv`` is required. Everything else is optional: without ``[build]`` nothing is
+built and the server is spawned as written; without ``[artifact]``, ``[dependencies]`` or
+``tool_file`` those footprint figures are not applicable. Every problem in a recipe is
+reported in one RecipeError, each naming its dotted field.
+"""
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-LANGUAGES = ("typescript", "python", "go", "rust", "c")
-DEPENDENCY_METHODS = ("npm-lock", "python-venv", "go-binary", "cargo-tree")
+DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "none")
+PLACEHOLDERS = ("{build}", "{src}")
+RECIPE_FOLDER = "build-recipes"
+PACKAGED = Path(__file__).resolve().parent.parent / "reference"
+"""Where a wheel install keeps its copy of build-recipes/ and servers/ (siblings, as in the
+repository, because a recipe's ``source`` is relative to the recipe folder's parent)."""
+
+_TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
+        "build", "run", "artifact", "dependencies")
 
 
 class RecipeError(ValueError):
-    """A recipe that cannot be used; the message names the file and the field."""
+    """A recipe that cannot be used; the message names the file and every bad field."""
 
 
 @dataclass(frozen=True)
@@ -26,34 +39,47 @@ class Toolchain:
 class Recipe:
     """One server's recipe. Strings in ``steps``, ``build_env``, ``run_*``, ``artifact_*`` and
     ``dependencies`` may hold the placeholders ``{build}`` (the build folder) and ``{src}``
-    (its copy of the sources, where the steps run).
+    (its copy of the sources, where the steps run), but only when the recipe has a build.
 
     Attributes:
         name: the file stem, which names the server everywhere.
         path: the recipe file.
-        source_dir: the server's sources in the repository (``source``, relative to the
-            recipe folder's parent).
-        sources: globs, relative to ``source_dir``, of the files that are the build's inputs.
-        dependencies: ``{"method", "target", "lock"}``; method is one of DEPENDENCY_METHODS.
+        language: any string ("typescript", "python", "go", "rust", "c" for the reference
+            set), or None.
+        source_dir: the server's sources (``source``, relative to the recipe folder's
+            parent), or None.
+        sources: globs, relative to ``source_dir``, of the files that are the build's inputs
+            (its cache key); required with a build.
+        steps: the build's commands; empty when the recipe has no ``[build]``.
+        run_cwd: ``run.cwd``; default ``{src}`` with a build, else ``source_dir``, else None
+            (mcpstart's own working directory).
+        artifact_include: globs of what a user installs; empty without ``[artifact]``.
+        dependencies: ``{"method", "target", "lock"}`` (target and lock may be absent);
+            method is one of DEPENDENCY_METHODS; empty without ``[dependencies]``.
     """
 
     name: str
     path: Path
-    language: str
-    sdk: str
-    sdk_version: str
-    source_dir: Path
-    sources: list[str]
-    tool_file: str
-    toolchains: list[Toolchain]
-    steps: list[list[str]]
-    build_env: dict[str, str]
     run_argv: list[str]
-    run_cwd: str
-    run_env: dict[str, str]
-    artifact_include: list[str]
-    artifact_exclude: list[str]
-    dependencies: dict[str, str]
+    language: str | None = None
+    sdk: str | None = None
+    sdk_version: str | None = None
+    source_dir: Path | None = None
+    sources: list[str] = field(default_factory=list)
+    tool_file: str | None = None
+    toolchains: list[Toolchain] = field(default_factory=list)
+    steps: list[list[str]] = field(default_factory=list)
+    build_env: dict[str, str] = field(default_factory=dict)
+    run_cwd: str | None = None
+    run_env: dict[str, str] = field(default_factory=dict)
+    artifact_include: list[str] = field(default_factory=list)
+    artifact_exclude: list[str] = field(default_factory=list)
+    dependencies: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_build(self) -> bool:
+        """True when the recipe has a ``[build]``: it is built into a cache folder first."""
+        return bool(self.steps)
 
     def source_files(self) -> list[Path]:
         """The input files the ``sources`` globs match, sorted, relative to ``source_dir``.
@@ -61,108 +87,189 @@ class Recipe:
         Raises:
             RecipeError: a glob matches no file.
         """
-        found: set[Path] = set()
-        for pattern in self.sources:
-            matches = [p for p in self.source_dir.glob(pattern) if p.is_file()]
-            if not matches:
-                raise RecipeError(f"{self.path}: sources: {pattern!r} matches no file in "
-                                  f"{self.source_dir}")
-            found.update(p.relative_to(self.source_dir) for p in matches)
-        return sorted(found)
+        files, unmatched = _match(self.source_dir, self.sources)
+        if unmatched:
+            raise RecipeError(f"{self.path}: field 'sources' has {unmatched[0]!r}, which "
+                              f"matches no file in {self.source_dir}")
+        return files
 
 
-class _Fields:
-    """Typed reads of a recipe table that fail with the file and the dotted field name."""
+def _match(folder: Path | None, patterns) -> tuple[list[Path], list[str]]:
+    """The files the globs match in ``folder`` (sorted, relative) and the globs matching none."""
+    found: set[Path] = set()
+    unmatched = []
+    for pattern in patterns:
+        matches = [p for p in folder.glob(pattern) if p.is_file()] if folder else []
+        if not matches:
+            unmatched.append(pattern)
+        found.update(p.relative_to(folder) for p in matches)
+    return sorted(found), unmatched
 
-    def __init__(self, path: Path, table: dict, prefix: str = ""):
-        self.path, self.table, self.prefix = path, table, prefix
 
-    def _fail(self, key: str, why: str) -> RecipeError:
-        return RecipeError(f"{self.path}: field '{self.prefix}{key}' {why}")
+class _Table:
+    """Typed reads of one recipe table. A problem is appended to the shared ``errors`` list
+    (naming the dotted field) and the read returns None, so all problems are found at once."""
 
-    def get(self, key: str, kind: type, default=None, required: bool = True):
-        if key not in self.table:
+    def __init__(self, data: dict, prefix: str, errors: list[str], known: tuple[str, ...]):
+        self.data, self.prefix, self.errors = data, prefix, errors
+        for key in data:
+            if key not in known:
+                self.fail(key, f"is not a recipe field here (known: {', '.join(known)})")
+
+    def fail(self, key: str, why: str) -> None:
+        self.errors.append(f"field '{self.prefix}{key}' {why}")
+
+    def get(self, key: str, kind: type, required: bool = False):
+        if key not in self.data:
             if required:
-                raise self._fail(key, "is missing")
-            return default
-        value = self.table[key]
+                self.fail(key, "is missing")
+            return None
+        value = self.data[key]
         if not isinstance(value, kind):
-            raise self._fail(key, f"must be a {kind.__name__}, not {type(value).__name__}")
+            self.fail(key, f"must be a {_KIND_NAMES[kind]}, not {type(value).__name__}")
+            return None
         return value
 
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.get(key, str, default, required=default is None)
-        if not value:
-            raise self._fail(key, "is empty")
+    def text(self, key: str, required: bool = False) -> str | None:
+        value = self.get(key, str, required)
+        if value == "":
+            self.fail(key, "is empty")
+            return None
         return value
 
-    def argv(self, key: str, value=None) -> list[str]:
-        value = self.get(key, list) if value is None else value
-        if not value or not all(isinstance(s, str) and s for s in value):
-            raise self._fail(key, "must be a non-empty list of non-empty strings")
-        return list(value)
+    def argv(self, key: str, value=None, required: bool = False) -> list[str] | None:
+        value = self.get(key, list, required) if value is None else value
+        if value is not None and not (value and all(isinstance(s, str) and s for s in value)):
+            self.fail(key, "must be a non-empty list of non-empty strings")
+            return None
+        return value
 
-    def strings(self, key: str, required: bool = True) -> list[str]:
-        value = self.get(key, list, [], required)
+    def strings(self, key: str, required: bool = False) -> list[str]:
+        value = self.get(key, list, required) or []
         if not all(isinstance(s, str) for s in value):
-            raise self._fail(key, "must be a list of strings")
-        return list(value)
+            self.fail(key, "must be a list of strings")
+            return []
+        return value
 
     def env(self, key: str) -> dict[str, str]:
-        value = self.get(key, dict, {}, required=False)
+        value = self.get(key, dict) or {}
         if not all(isinstance(v, str) for v in value.values()):
-            raise self._fail(key, "values must be strings")
-        return dict(value)
-
-    def sub(self, key: str, required: bool = True) -> "_Fields":
-        return _Fields(self.path, self.get(key, dict, {}, required), f"{self.prefix}{key}.")
-
-    def choice(self, key: str, allowed: tuple[str, ...]) -> str:
-        value = self.text(key)
-        if value not in allowed:
-            raise self._fail(key, f"must be one of {', '.join(allowed)}, not {value!r}")
+            self.fail(key, "values must be strings")
+            return {}
         return value
+
+    def table(self, key: str, known: tuple[str, ...], required: bool = False) -> _Table | None:
+        value = self.get(key, dict, required)
+        return None if value is None else _Table(value, f"{self.prefix}{key}.", self.errors, known)
+
+
+_KIND_NAMES = {str: "string", list: "list", dict: "table"}
 
 
 def load_recipe(path: Path) -> Recipe:
     """Read and check one recipe file.
 
     Raises:
-        RecipeError: unreadable TOML, or a missing, empty or mistyped field (named in the
-            message with the file), or a source folder / tool file that does not exist.
+        RecipeError: unreadable TOML; or, all in one message (one line per problem, each
+            naming the dotted field): a missing ``run.argv``, an empty, mistyped or unknown
+            field, a source folder or tool file that does not exist, a ``sources`` glob that
+            matches no file, a ``[build]`` without ``source``/``sources``, a dependency method
+            not in DEPENDENCY_METHODS, or ``{build}``/``{src}`` in a recipe without ``[build]``.
     """
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise RecipeError(f"{path}: cannot read recipe: {err}") from err
-    top = _Fields(path, data)
-    language, sdk, sdk_version = top.choice("language", LANGUAGES), top.text("sdk"), top.text("sdk_version")
-    build, run, artifact, deps = (top.sub("build"), top.sub("run"), top.sub("artifact"),
-                                  top.sub("dependencies"))
-    toolchains = []
-    for index, entry in enumerate(top.get("toolchains", list)):
-        if not isinstance(entry, dict):
-            raise RecipeError(f"{path}: field 'toolchains[{index}]' must be a table")
-        fields = _Fields(path, entry, f"toolchains[{index}].")
-        toolchains.append(Toolchain(fields.text("name"), fields.argv("version")))
-    steps = build.get("steps", list)
-    if not steps:
-        raise RecipeError(f"{path}: field 'build.steps' must list at least one step")
-    source_dir = (path.parent.parent / top.text("source")).resolve()
-    if not source_dir.is_dir():
-        raise RecipeError(f"{path}: field 'source': folder {source_dir} does not exist")
-    tool_file = top.text("tool_file")
-    if not (source_dir / tool_file).is_file():
-        raise RecipeError(f"{path}: field 'tool_file': {source_dir / tool_file} does not exist")
-    sources = top.strings("sources")
+    errors: list[str] = []
+    top = _Table(data, "", errors, _TOP)
+    build = top.table("build", ("steps", "env"))
+    run = top.table("run", ("argv", "cwd", "env"), required=True)
+    artifact = top.table("artifact", ("include", "exclude"))
+    deps = top.table("dependencies", ("method", "target", "lock"))
+
+    language, sdk, sdk_version = top.text("language"), top.text("sdk"), top.text("sdk_version")
+    source, sources = top.text("source"), top.strings("sources")
+    source_dir = None
+    if source:
+        source_dir = (path.parent.parent / source).resolve()
+        if not source_dir.is_dir():
+            top.fail("source", f"names folder {source_dir}, which does not exist")
+            source_dir = None
     for pattern in sources:
         if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-            raise RecipeError(f"{path}: field 'sources': {pattern!r} must be relative to the "
-                              "source folder, without '..'")
-    recipe = Recipe(
+            top.fail("sources", f"has {pattern!r}, which must be relative to the source "
+                                "folder, without '..'")
+        elif source_dir and _match(source_dir, [pattern])[1]:
+            top.fail("sources", f"has {pattern!r}, which matches no file in {source_dir}")
+
+    tool_file = top.text("tool_file")
+    if tool_file and not source:
+        top.fail("tool_file", "needs 'source', the folder it is in")
+    elif tool_file and source_dir and not (source_dir / tool_file).is_file():
+        top.fail("tool_file", f"{source_dir / tool_file} does not exist")
+
+    toolchains = []
+    for index, entry in enumerate(top.get("toolchains", list) or []):
+        if not isinstance(entry, dict):
+            top.fail(f"toolchains[{index}]", "must be a table")
+            continue
+        fields = _Table(entry, f"toolchains[{index}].", errors, ("name", "version"))
+        name, version = fields.text("name", required=True), fields.argv("version", required=True)
+        if name and version:
+            toolchains.append(Toolchain(name, version))
+
+    steps, build_env = [], build.env("env") if build else {}
+    if build:
+        listed = build.get("steps", list, required=True)
+        if listed == []:
+            build.fail("steps", "must list at least one step")
+        for index, step in enumerate(listed or []):
+            step = build.argv(f"steps[{index}]", step if isinstance(step, list) else [None])
+            steps.append(step or [])
+        if not source:
+            top.fail("source", "is missing: a [build] copies its files from this folder")
+        if not sources:
+            top.fail("sources", "is missing: a [build] needs the files that key its cache")
+
+    run_argv = run.argv("argv", required=True) if run else None
+    run_cwd = run.text("cwd") if run else None
+    run_env = run.env("env") if run else {}
+    include = artifact.strings("include", required=True) if artifact else []
+    exclude = artifact.strings("exclude") if artifact else []
+
+    dependencies = {}
+    if deps:
+        method = deps.text("method", required=True)
+        if method and method not in DEPENDENCY_METHODS:
+            deps.fail("method", f"must be one of {', '.join(DEPENDENCY_METHODS)}, not {method!r}")
+        target, lock = deps.text("target"), deps.text("lock")
+        if method == "none" and target:
+            deps.fail("target", "is not used by method 'none' (no dependencies to count)")
+        elif method in DEPENDENCY_METHODS and method != "none" and "target" not in deps.data:
+            deps.fail("target", f"is missing: method {method!r} counts what it names")
+        dependencies = {k: v for k, v in (("method", method), ("target", target),
+                                          ("lock", lock)) if v}
+
+    if "build" not in data:
+        texts = [("run.argv", a) for a in run_argv or []] + [("run.cwd", run_cwd)]
+        texts += [(f"run.env.{k}", v) for k, v in run_env.items()]
+        texts += [("artifact.include", p) for p in include]
+        texts += [("artifact.exclude", p) for p in exclude]
+        texts += [(f"dependencies.{k}", v) for k, v in dependencies.items() if k != "method"]
+        for name, text in texts:
+            used = [p for p in PLACEHOLDERS if text and p in text]
+            if used:
+                errors.append(f"field '{name}' uses {used[0]}, but the recipe has no [build]")
+    errors = list(dict.fromkeys(errors))
+    if errors:
+        raise RecipeError(f"{path}: {errors[0]}" if len(errors) == 1 else
+                          f"{path}: {len(errors)} problems:\n  " + "\n  ".join(errors))
+    default_cwd = "{src}" if steps else (str(source_dir) if source_dir else None)
+    return Recipe(
         name=path.stem,
         path=path,
+        run_argv=list(run_argv),
         language=language,
         sdk=sdk,
         sdk_version=sdk_version,
@@ -170,19 +277,14 @@ def load_recipe(path: Path) -> Recipe:
         sources=sources,
         tool_file=tool_file,
         toolchains=toolchains,
-        steps=[build.argv(f"steps[{i}]", step if isinstance(step, list) else [None])
-               for i, step in enumerate(steps)],
-        build_env=build.env("env"),
-        run_argv=run.argv("argv"),
-        run_cwd=run.text("cwd", default="{src}"),
-        run_env=run.env("env"),
-        artifact_include=artifact.strings("include"),
-        artifact_exclude=artifact.strings("exclude", required=False),
-        dependencies={"method": deps.choice("method", DEPENDENCY_METHODS),
-                      "target": deps.text("target"), "lock": deps.text("lock")},
+        steps=steps,
+        build_env=build_env,
+        run_cwd=run_cwd or default_cwd,
+        run_env=run_env,
+        artifact_include=include,
+        artifact_exclude=exclude,
+        dependencies=dependencies,
     )
-    recipe.source_files()  # every sources glob must match now, not halfway through a build
-    return recipe
 
 
 def load_recipes(folder: Path, names: list[str] | None = None) -> list[Recipe]:
@@ -201,3 +303,30 @@ def load_recipes(folder: Path, names: list[str] | None = None) -> list[Recipe]:
         raise RecipeError(f"no recipe named {', '.join(unknown)} in {folder}; "
                           f"known: {', '.join(available)}")
     return [load_recipe(available[n]) for n in dict.fromkeys(names or available)]
+
+
+def find_recipe_folder(option: str | None, cwd: Path | None = None) -> tuple[Path, str]:
+    """The recipe folder for this run and one sentence saying which and why: ``option``
+    (``--recipes DIR``), else ``./build-recipes`` when the current directory (``cwd``,
+    default the process's) has one, else the copy shipped with mcpstart (in a wheel:
+    ``mcpstart/reference/build-recipes``; in a source checkout or editable install: the
+    checkout's top-level ``build-recipes``).
+
+    Raises:
+        RecipeError: ``option`` is not a folder, or no packaged copy exists.
+    """
+    if option:
+        folder = Path(option).expanduser()
+        if not folder.is_dir():
+            raise RecipeError(f"--recipes {option}: no such folder")
+        return folder.resolve(), f"recipes from {folder.resolve()} (--recipes)"
+    here = (cwd or Path.cwd()) / RECIPE_FOLDER
+    if here.is_dir():
+        return here.resolve(), f"recipes from {here.resolve()} (./{RECIPE_FOLDER} in the current directory)"
+    for folder, what in ((PACKAGED / RECIPE_FOLDER, "installed with mcpstart"),
+                         (PACKAGED.parent.parent / RECIPE_FOLDER, "of the mcpstart checkout")):
+        if folder.is_dir():
+            return folder, (f"recipes from {folder} (the reference recipes {what}; no "
+                            f"./{RECIPE_FOLDER} here and no --recipes)")
+    raise RecipeError(f"no recipe folder: no ./{RECIPE_FOLDER} here, no --recipes DIR, and "
+                      f"no copy shipped with mcpstart at {PACKAGED / RECIPE_FOLDER}")
