@@ -132,10 +132,14 @@ def _cache(option: str | None) -> Path:
 
 
 def _recipe_folder(option: str | None) -> Path:
-    folder = Path(option or "build-recipes")
-    if not folder.is_dir():
-        raise InputError(f"no recipe folder {str(folder)!r}: run mcpstart from its checkout, or "
-                         "pass --recipes DIR")
+    """The recipe folder (--recipes, ./build-recipes, else the packaged copy); says which."""
+    from .targets.recipes import RecipeError, find_recipe_folder
+
+    try:
+        folder, which = find_recipe_folder(option)
+    except RecipeError as err:
+        raise InputError(str(err)) from err
+    _progress(which)
     return folder
 
 
@@ -223,7 +227,7 @@ def _plan(command, server_specs, configs, client, name, cwd, only, floor, recipe
 
     try:
         return make_plan(command, server_specs, configs, client, name, cwd, only, floor,
-                         Path(recipes_dir or "build-recipes"))
+                         lambda: _recipe_folder(recipes_dir))
     except PlanError as err:
         raise InputError(str(err)) from err
 
@@ -295,6 +299,8 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
         elif item.status == "failed":
             click.echo(f"{item.recipe.name}: failed: {item.reason}")
             failed = True
+        elif item.status == "no-build":
+            click.echo(f"{item.recipe.name}: nothing to build (the recipe has no [build])")
         else:
             click.echo(f"{item.recipe.name}: {item.status} ({item.build_s:.1f} s) {item.folder}")
     sys.exit(1 if failed else 0)

@@ -85,7 +85,7 @@ def test_bad_input_exits_2(tmp_path):
     (tmp_path / "build-recipes" / "broken.toml").write_text("language = 'go'\n")
     result = run(tmp_path)
     assert result.exit_code == 2
-    assert "broken.toml: field 'sdk' is missing" in result.output
+    assert "broken.toml: field 'run' is missing" in result.output
     assert not (tmp_path / "out.json").exists()
     assert run(tmp_path, "--only", "nope").exit_code == 2
     assert CliRunner().invoke(main, ["measure", "--runs", "0"]).exit_code == 2

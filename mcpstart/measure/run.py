@@ -276,10 +276,12 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
         row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
         return Server(row, None)
     try:
-        row.footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
+        footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
+        for key, reason in footprint.pop("not_measured").items():
+            row.skip_block(f"footprint.{key}", reason)
+        row.footprint = footprint
         row.sdk_version = resolved or recipe.sdk_version
-        for warning in warnings:
-            row.warn("footprint", warning, "footprint")
+        row.warnings += warnings
     except Exception as err:  # a footprint is a side figure: never lose the row for it
         row.warn("footprint", f"footprint not measured: {type(err).__name__}: {err}",
                  "footprint")

@@ -1,1 +1,1 @@
-"""Where servers come from: build recipes and their builds (later: a command line, editor configs)."""
+"""Where servers come from: build recipes and their builds, a command line, editor configs."""

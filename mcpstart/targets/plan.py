@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,8 +46,8 @@ class Plan:
 def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
               configs: tuple[str, ...], client: str | None, name: str | None,
               cwd: str | None, only: tuple[str, ...], floor: bool,
-              recipe_folder: Path) -> Plan:
-    """The plan for one run.
+              recipe_folder: Callable[[], Path]) -> Plan:
+    """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed.
 
     Raises:
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
@@ -78,9 +79,9 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     named = bool(plan.targets or plan.skipped)
     try:
         if not named:
-            plan.recipes = load_recipes(recipe_folder)
+            plan.recipes = load_recipes(recipe_folder())
         elif floor:
-            plan.recipes = load_recipes(recipe_folder, [FLOOR])
+            plan.recipes = load_recipes(recipe_folder(), [FLOOR])
     except RecipeError as err:
         raise PlanError(str(err)) from err
     seen: set[str] = set()
