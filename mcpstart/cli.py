@@ -241,6 +241,7 @@ def _servers(plan, settings, rebuild, cache_dir, require_all):
 
 def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budget) -> None:
     from .measure.run import measure as measure_all
+    from .measure.startup import LIMITS_S
     from .redact import secrets_of
     from .results import Results
     from .views.table import table
@@ -259,8 +260,10 @@ def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budge
 
     for note in plan.notes:
         _progress(note)
+    if budget is None and plan.together:
+        budget = list(LIMITS_S)
     results = measure_all(servers, settings, _redacted_argv(), toolchains,
-                          lambda text: _progress(redact(text, secrets)), rewrite)
+                          lambda text: _progress(redact(text, secrets)), rewrite, budget)
     results.secrets = secrets
     click.echo(table(Results.from_dict(results.to_dict()), tablefmt))
     if write_error:

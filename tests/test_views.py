@@ -314,7 +314,7 @@ def test_notes_under_the_table():
                         "warm page cache")
     lines = notes[2].splitlines()
     # both warning shapes: {kind, metric, detail} and a plain string
-    assert "- typescript warning: skipped 4 stdout line(s) that are not JSON-RPC" in lines
+    assert "- typescript warning: handshake_ms: skipped 4 stdout line(s) that are not JSON-RPC" in lines
     assert "- needs-key warning: stderr: FOO_API_KEY not set" in lines
     # a multi-line reason continues the Markdown list item
     at = lines.index("- needs-key failed: exited with code 1 after 52 ms before answering")

@@ -31,6 +31,7 @@ class Server:
 
     row: ServerResult
     command: Command | None
+    limit_s: float | None = None
     before_spawn: Callable[[], None] = lambda: None
     skips: Skips = field(default_factory=Skips)
     traffic: Traffic = field(default_factory=Traffic)
@@ -68,9 +69,12 @@ def run_order(names: list[str], rounds: int, order: str, seed: int) -> list[tupl
 
 def measure(servers: list[Server], settings: Settings, argv: list[str],
             toolchains: dict[str, str], progress: Progress = lambda _: None,
-            on_update: Callable[[Results], None] = lambda _: None) -> Results:
+            on_update: Callable[[Results], None] = lambda _: None,
+            budget: list[float] | None = None) -> Results:
     """Measure ``servers`` and return the Results; ``on_update`` gets them after every round
-    and every tool session (the CLI rewrites the results file there).
+    and every tool session (the CLI rewrites the results file there). With ``budget``
+    (startup limits in seconds) the servers that started are also started all at once, as
+    an editor does, and judged against the limits (``results.startup``).
 
     A server whose step fails keeps everything measured before (status "failed", the cause
     in ``reason``); the other servers go on. Never raises for a server's misbehaviour.
@@ -96,7 +100,39 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
                                                          s.traffic, step))
         _finish(server, results)
         on_update(results)
+    started = [s for s in live if not _could_not_start(s)]
+    if budget is not None and started:
+        progress(f"{len(started)} server(s) started all at once, as an editor does")
+        _guard_startup(started, settings, budget, results, progress)
+        on_update(results)
     return results
+
+
+def _ready_ms(run: dict) -> float | None:
+    return run["tools_list"] if run.get("tools_list") is not None else run.get("handshake")
+
+
+def _guard_startup(started: list[Server], settings: Settings, budget: list[float],
+                   results: Results, progress: Progress) -> None:
+    """The all-at-once startup; a failure there is a warning of the run, never a lost row."""
+    from statistics import median
+
+    from .startup import measure_startup
+
+    def counted(server: Server) -> list[float]:
+        return [v for r in server.runs if not r["warmup"] and (v := _ready_ms(r)) is not None]
+
+    try:
+        results.startup = measure_startup(
+            [(s.row.name, s.command) for s in started], settings, budget,
+            {s.row.name: s.limit_s for s in started if s.limit_s},
+            {s.row.name: [v for r in s.runs if (v := _ready_ms(r)) is not None] for s in started},
+            {s.row.name: median(counted(s)) for s in started if counted(s)},
+            {s.row.name: ((s.row.memory or {}).get("idle_rss_bytes"),
+                          (s.row.memory or {}).get("idle_pss_bytes")) for s in started},
+            progress)
+    except SessionError as err:
+        results.startup = {"error": str(err)}
 
 
 def _guard(server: Server, step: Callable[[], None]) -> None:
@@ -228,10 +264,8 @@ def _finish(server: Server, results: Results) -> None:
     the negotiated revision, the methods that failed, what was not measured."""
     row, settings = server.row, results.settings
     env = results.environment
-    for metric, block in (("handshake_ms", row.handshake_ms),
-                          *((f"phases_ms.{p}", (row.phases_ms or {}).get(p)) for p in PHASES)):
-        row.warnings += series_warnings(metric, block, env.get("load_average"),
-                                        env.get("cpu_count"))
+    row.warnings += series_warnings("handshake_ms", row.handshake_ms, env.get("load_average"),
+                                    env.get("cpu_count"))
     revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}
     if len(revisions_seen) > 1:
         row.warn("protocol", f"negotiated revision varied between runs: {sorted(revisions_seen)}",
@@ -298,7 +332,7 @@ def from_target(target, settings: Settings) -> Server:
         row.warn("target", note)
     command = Command(list(target.argv), target.cwd, {**target.env, **settings.env},
                       target.base_env)
-    return Server(row, command)
+    return Server(row, command, target.limit_s)
 
 
 def servers_for(plan, settings: Settings, cache, rebuild: bool = False,

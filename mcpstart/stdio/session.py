@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from .. import interrupts
 from . import jsonrpc
-from .transport import Command, Line, LineTooLong, Prepared, SpawnError, Transport, prepare
+from .transport import (Command, Line, LineTooLong, Prepared, SpawnError, Transport, poll_many,
+                        prepare)
 from .tree import ProcessSet
 
 SHUTDOWN_GRACE_S = 2.0
@@ -439,6 +440,39 @@ class Session:
             _LIVE.discard(self)
         return {"how": how, "ms": _ms(end - start), "orphans": orphans, "exited": exited,
                 "exit_code": processes.exited.get(self.transport.pid, {}).get("exit_code")}
+
+
+def wait_all(waits: dict[Session, int], timeout_s: float) -> dict[Session, Response | SessionError]:
+    """Serve several sessions' pipes together until each awaited answer (session -> request
+    id) arrives, so none of them blocks while another is waited for (an editor starting its
+    servers at once). Returns each session's answer, or the SessionError that ended its wait
+    (no diagnosis of timeouts: NoAnswer says only that the time ran out)."""
+    outcomes: dict[Session, Response | SessionError] = {}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for session, request_id in waits.items():
+            if session in outcomes:
+                continue
+            what = session._pending[request_id][0]
+            try:
+                found = session._serve(request_id, float("-inf"))
+            except (jsonrpc.MalformedAnswer, LineTooLong, SessionError) as err:
+                found = SessionError(session._with_stderr(str(err)))
+            if found == "eof":
+                found = Exited(session._diagnose_eof(what))
+            if found != "timeout":
+                outcomes[session] = found
+        pending = [s for s in waits if s not in outcomes]
+        remaining = deadline - time.monotonic()
+        if not pending:
+            return outcomes
+        if remaining <= 0:
+            for session in pending:
+                outcomes[session] = NoAnswer(
+                    f"no answer to {session._pending[waits[session]][0]} within {timeout_s:g} s")
+            return outcomes
+        for transport, lines in poll_many([s.transport for s in pending], remaining).items():
+            next(s for s in pending if s.transport is transport)._backlog.extend(lines)
 
 
 _LIVE: set[Session] = set()

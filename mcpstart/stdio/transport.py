@@ -268,29 +268,34 @@ class Transport:
             if not fds:
                 return []
             remaining = deadline - time.monotonic()
-            events = poller.poll(max(remaining, 0) * 1000)
-            lines: list[Line] = []
-            stop = False
-            for fd, event in events:
-                if fd == self._stdout:
-                    lines += self._read_stdout()
-                    stop = stop or self._stdout < 0
-                elif fd == self._stderr:
-                    self._read_stderr()
-                elif fd == self._stdin:
-                    if event & (select.POLLERR | select.POLLHUP):
-                        self._close_stdin_now()
-                    else:
-                        self._flush()
-                elif fd == self.pidfd and self.exited_ns is None:
-                    self.exited_ns = time.perf_counter_ns()
-                    stop = True
-            if self.exited_ns is not None and self.exited_before_stdout is None:
-                self.exited_before_stdout = self._stdout >= 0
+            lines, stop = self._handle(poller.poll(max(remaining, 0) * 1000))
             for fd in fds:
                 poller.unregister(fd)
             if lines or stop or time.monotonic() >= deadline:
                 return lines
+
+    def _handle(self, events: list[tuple[int, int]]) -> tuple[list[Line], bool]:
+        """Serve the ready fds. Returns the complete stdout lines and whether stdout ended or
+        the process exited."""
+        lines: list[Line] = []
+        stop = False
+        for fd, event in events:
+            if fd == self._stdout:
+                lines += self._read_stdout()
+                stop = stop or self._stdout < 0
+            elif fd == self._stderr:
+                self._read_stderr()
+            elif fd == self._stdin:
+                if event & (select.POLLERR | select.POLLHUP):
+                    self._close_stdin_now()
+                else:
+                    self._flush()
+            elif fd == self.pidfd and self.exited_ns is None:
+                self.exited_ns = time.perf_counter_ns()
+                stop = True
+        if self.exited_ns is not None and self.exited_before_stdout is None:
+            self.exited_before_stdout = self._stdout >= 0
+        return lines, stop
 
     def _register(self, poller: select.poll) -> list[int]:
         fds = []
@@ -385,3 +390,18 @@ class Transport:
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
+
+
+def poll_many(transports: list[Transport], timeout_s: float) -> dict[Transport, list[Line]]:
+    """``Transport.poll`` for several servers at once (an editor-style start): one ``poll``
+    over all their pipes, returning when any of them has something. Returns the new stdout
+    lines per transport (empty lists included)."""
+    poller = select.poll()
+    owner: dict[int, Transport] = {}
+    for transport in transports:
+        for fd in transport._register(poller):
+            owner[fd] = transport
+    events: dict[Transport, list[tuple[int, int]]] = {t: [] for t in transports}
+    for fd, event in poller.poll(max(timeout_s, 0) * 1000) if owner else []:
+        events[owner[fd]].append((fd, event))
+    return {transport: transport._handle(ready)[0] for transport, ready in events.items()}

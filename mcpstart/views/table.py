@@ -417,7 +417,10 @@ def _machine(doc: dict) -> str:
 def _warning_text(warning) -> str:
     if isinstance(warning, dict):
         detail = warning.get("detail")
-        return str(detail) if detail is not None else str(warning)
+        if detail is None:
+            return str(warning)
+        metric = warning.get("metric")
+        return f"{metric}: {detail}" if metric else str(detail)
     return str(warning)
 
 

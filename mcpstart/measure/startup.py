@@ -1,0 +1,140 @@
+"""The startup budget of an editor that starts its servers all at once: every server spawned
+in one go, each one's phases timed from the first spawn, the time until the last is ready,
+and per server whether it fits each client's startup limit.
+
+"Ready" is what a client waits for before it has a server's tools: ``tools/list`` answered
+(to its last page), or ``initialize`` where tools/list gets no answer.
+"""
+
+from __future__ import annotations
+
+from ..stdio.session import Response, Session, SessionError, wait_all
+from ..stdio.transport import prepare
+from .probes import initialize_request, settle_pause
+from .stats import summarize
+
+LIMITS_S = (10.0, 30.0, 60.0)
+CLIENTS_BY_LIMIT = {
+    10.0: "Codex before March 2026",
+    20.0: "Continue",
+    30.0: "Codex, Claude Code",
+    60.0: "Claude Desktop, Zed",
+    600.0: "Gemini CLI",
+}
+"""Which clients wait how long for a stdio server to start, by default (sources: Codex
+codex-rs/codex-mcp/src/rmcp_client.rs DEFAULT_STARTUP_TIMEOUT 30 s, 10 s before
+openai/codex#16080; Claude Code's 30000 ms connection timeout, anthropics/claude-code#1611;
+Claude Desktop's 60 s initialize timeout, anthropics/claude-code#84136; Zed
+crates/context_server/src/client.rs DEFAULT_REQUEST_TIMEOUT 60 s; Continue
+core/context/mcp/MCPConnection.ts DEFAULT_MCP_TIMEOUT 20 s; Gemini CLI
+packages/core/src/tools/mcp-client.ts MCP_DEFAULT_TIMEOUT_MSEC 600 s)."""
+
+
+def _ms(session: Session, at_ns: int | None, start_ns: int) -> float | None:
+    return None if at_ns is None else (at_ns - start_ns) / 1e6
+
+
+def one_start(servers, settings) -> dict:
+    """Spawn every server of ``servers`` ([(name, Command)]) in one go and follow each to
+    ready. Returns ``{name: {first_byte, initialize, tools_list}}`` in ms from just before
+    the first spawn (None for a phase not reached)."""
+    prepared = [(name, command, prepare(command)) for name, command in servers]
+    settle_pause(settings.pause_ms)
+    sessions: dict[Session, str] = {}
+    try:
+        for name, command, ready in prepared:
+            sessions[Session.start(command, initialize_request(settings.requested_revision),
+                                   ready)] = name
+        start = min(s.t0_ns for s in sessions)
+        times = {name: {"first_byte": None, "initialize": None, "tools_list": None}
+                 for name in sessions.values()}
+        answers = wait_all({s: 1 for s in sessions}, settings.timeout_s)
+        listing: dict[Session, int] = {}
+        for session, answer in answers.items():
+            if isinstance(answer, Response):
+                times[sessions[session]]["initialize"] = _ms(session, answer.at_ns, start)
+                session.notify("notifications/initialized")
+                listing[session] = session.send_request("tools/list", {})
+        while listing:  # every page, for every server, all served together
+            answers = wait_all(listing, settings.timeout_s)
+            listing = {}
+            for session, answer in answers.items():
+                if isinstance(answer, SessionError):
+                    continue
+                result = answer.message.get("result")
+                cursor = result.get("nextCursor") if isinstance(result, dict) else None
+                if isinstance(cursor, str) and cursor:
+                    listing[session] = session.send_request("tools/list", {"cursor": cursor})
+                else:
+                    times[sessions[session]]["tools_list"] = _ms(session, answer.at_ns, start)
+        for session, name in sessions.items():
+            times[name]["first_byte"] = _ms(session, session.transport.first_byte_ns, start)
+        return times
+    finally:
+        for session in sessions:
+            session.shutdown()
+
+
+def _ready(phases: dict) -> float | None:
+    return phases["tools_list"] if phases["tools_list"] is not None else phases["initialize"]
+
+
+def measure_startup(servers, settings, limits: list[float], own_limits: dict[str, float],
+                    single_starts: dict[str, list[float]], sequential: dict[str, float],
+                    idle: dict[str, tuple[int | None, int | None]], progress=lambda _: None) -> dict:
+    """The ``startup`` block of the results file (design.md).
+
+    Args:
+        servers: [(name, Command)] of the servers an editor would start together.
+        limits: startup limits in seconds to judge against (``--budget``).
+        own_limits: name -> a limit the config sets for that server (Codex
+            ``startup_timeout_sec``); it replaces every other limit for that server.
+        single_starts: name -> every single cold start's ready time in ms (warm-up
+            included), from the per-server series.
+        sequential: name -> the median ready time of its own cold starts.
+        idle: name -> (idle RSS, idle PSS) in bytes.
+
+    Returns:
+        ``{sequential_sum_ms, concurrent_ms: <stats>, runs: [{name: {first_byte,
+        initialize, tools_list}}], warmup_runs, idle_rss_bytes, idle_pss_bytes,
+        ready_rule, limits: [{client, limit_s, fits: {name: bool | None}}]}``. A server fits
+        a limit when both its slowest all-at-once start and its slowest single start are
+        within it; None when it never got ready.
+    """
+    runs = []
+    for index in range(settings.warmup + settings.runs):
+        warm = index < settings.warmup
+        progress(f"all servers at once: {'warm-up' if warm else 'run'} "
+                 f"{index + 1 if warm else index - settings.warmup + 1}/"
+                 f"{settings.warmup if warm else settings.runs}")
+        runs.append(one_start(servers, settings))
+    counted, warmups = runs[settings.warmup:], runs[:settings.warmup]
+
+    def last_ready(run: dict) -> float | None:
+        ready = [_ready(p) for p in run.values()]
+        return None if None in ready else max(ready)
+
+    names = [name for name, _ in servers]
+    table = []
+    for limit in limits + sorted(set(own_limits.values()) - set(limits)):
+        fits = {}
+        for name in names:
+            if own_limits.get(name, limit) != limit:
+                continue
+            slowest = [_ready(run[name]) for run in runs] + list(single_starts.get(name, []))
+            fits[name] = None if None in slowest or not slowest else max(slowest) <= limit * 1000
+        label = ("set in the config" if limit in own_limits.values() and limit not in limits
+                 else CLIENTS_BY_LIMIT.get(limit, "--budget"))
+        table.append({"client": label, "limit_s": limit, "fits": fits})
+    rss = [v[0] for v in idle.values()]
+    pss = [v[1] for v in idle.values()]
+    return {
+        "sequential_sum_ms": sum(sequential.values()) if len(sequential) == len(names) else None,
+        "concurrent_ms": summarize([v for r in counted if (v := last_ready(r)) is not None],
+                                   [v for r in warmups if (v := last_ready(r)) is not None]),
+        "runs": counted, "warmup_runs": warmups,
+        "idle_rss_bytes": sum(rss) if rss and None not in rss else None,
+        "idle_pss_bytes": sum(pss) if pss and None not in pss else None,
+        "ready_rule": "tools/list answered to its last page (initialize where it was not)",
+        "limits": table,
+    }
