@@ -1,8 +1,32 @@
 """mcpstart: a profiler for MCP servers that speak the stdio transport."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 __version__ = "0.1.0"
 
-Progress = Callable[[str], None]
-"""A callback that receives one line of progress text (the CLI prints it to stderr)."""
+
+@dataclass(frozen=True)
+class Step:
+    """One progress event of a run.
+
+    Attributes:
+        text: the line a plain log prints ("go: cold start run 3/6").
+        phase: "build", "matrix", "cold start", "session", "startup" or "note".
+        server: the server it concerns, if one.
+        done, total: position in a series of known length (the cold-start runs), for a bar;
+            None where the length is unknown (a build).
+        log: a file whose last line tells more while the step runs (a build log).
+    """
+
+    text: str
+    phase: str = "note"
+    server: str | None = None
+    done: int | None = None
+    total: int | None = None
+    log: Path | None = None
+
+
+Progress = Callable[[Step], None]
+"""A callback that receives each Step (the CLI shows them on stderr)."""

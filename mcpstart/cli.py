@@ -26,8 +26,9 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
-def _progress(text: str) -> None:
-    click.echo(f"mcpstart: {text}", err=True)
+def _progress(step) -> None:
+    """Show a progress Step (or a plain message) on stderr."""
+    click.echo(f"mcpstart: {getattr(step, 'text', step)}", err=True)
 
 
 def _env_pairs(ctx, param, values) -> dict[str, str]:
@@ -263,7 +264,7 @@ def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budge
     if budget is None and plan.together:
         budget = list(LIMITS_S)
     results = measure_all(servers, settings, _redacted_argv(), toolchains,
-                          lambda text: _progress(redact(text, secrets)), rewrite, budget)
+                          lambda step: _progress(redact(step.text, secrets)), rewrite, budget)
     results.secrets = secrets
     click.echo(table(Results.from_dict(results.to_dict()), tablefmt))
     if write_error:

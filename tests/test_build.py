@@ -36,7 +36,7 @@ def test_build_then_cached_then_source_change_rebuilds_only_that_server(tmp_path
     again = [ensure_built(r, cache, progress=said.append) for r in (one, two)]
     assert [b.status for b in again] == ["cached", "cached"]
     assert again[0].folder == first[0].folder and again[0].build_s == first[0].build_s
-    assert "nothing to do" in said[0]
+    assert "nothing to do" in said[0].text and said[0].phase == "build"
 
     (tmp_path / "servers" / "one" / "server.py").write_text("print('changed')\n")
     third = [ensure_built(r, cache) for r in (one, two)]
@@ -146,7 +146,7 @@ def test_recipe_without_build_is_ready_to_spawn_as_written(tmp_path):
     said = []
     build = ensure_built(load_recipe(path), tmp_path / "c", progress=said.append)
     assert (build.status, build.ok, build.folder, build.build_s) == ("no-build", True, None, None)
-    assert said == ["mine: nothing to build (the recipe has no [build])"]
+    assert [s.text for s in said] == ["mine: nothing to build (the recipe has no [build])"]
     assert not (tmp_path / "c").exists()  # nothing written to the cache
     command = build.command({"EXTRA": "1"})
     assert command.argv == ["python3", "server.py"]

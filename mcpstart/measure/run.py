@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .. import Progress, __version__
+from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
 from ..stdio.session import Command, SessionError, Traffic
 from . import machine, revisions
@@ -89,20 +89,23 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
             server.row.command = server.command.record()
     live = [s for s in servers if s.measurable]
     for index, server in enumerate(live, 1):
-        progress(f"[{index}/{len(live)}] {server.row.name}: revision matrix")
+        progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
+                      server.row.name))
         _guard(server, lambda s=server: _matrix(s, settings))
     on_update(results)
     _cold_starts(live, settings, order, results, progress, on_update)
     for index, server in enumerate(live, 1):
         if server.measurable or not _could_not_start(server):
-            step = lambda text, n=server.row.name: progress(f"[{index}/{len(live)}] {n}: {text}")
+            step = lambda text, n=server.row.name: progress(
+                Step(f"[{index}/{len(live)}] {n}: {text}", "session", n))
             _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
                                                          s.traffic, step))
         _finish(server, results)
         on_update(results)
     started = [s for s in live if not _could_not_start(s)]
     if budget is not None and started:
-        progress(f"{len(started)} server(s) started all at once, as an editor does")
+        progress(Step(f"{len(started)} server(s) started all at once, as an editor does",
+                      "startup"))
         _guard_startup(started, settings, budget, results, progress)
         on_update(results)
     return results
@@ -170,7 +173,8 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
         warmup = round_ < settings.warmup
         label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
                  else f"run {round_ - settings.warmup + 1}/{settings.runs}")
-        progress(f"{name}: cold start {label}")
+        progress(Step(f"{name}: cold start {label}", "cold start", name, position,
+                      len(sequence)))
         results.run_sequence.append({"round": round_, "server": name, "warmup": warmup})
         try:
             _one_run(server, settings, warmup)

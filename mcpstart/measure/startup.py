@@ -8,6 +8,7 @@ and per server whether it fits each client's startup limit.
 
 from __future__ import annotations
 
+from .. import Step
 from ..stdio.session import Response, Session, SessionError, wait_all
 from ..stdio.transport import prepare
 from .probes import initialize_request, settle_pause
@@ -104,9 +105,10 @@ def measure_startup(servers, settings, limits: list[float], own_limits: dict[str
     runs = []
     for index in range(settings.warmup + settings.runs):
         warm = index < settings.warmup
-        progress(f"all servers at once: {'warm-up' if warm else 'run'} "
-                 f"{index + 1 if warm else index - settings.warmup + 1}/"
-                 f"{settings.warmup if warm else settings.runs}")
+        progress(Step(f"all servers at once: {'warm-up' if warm else 'run'} "
+                      f"{index + 1 if warm else index - settings.warmup + 1}/"
+                      f"{settings.warmup if warm else settings.runs}", "startup", None, index,
+                      settings.warmup + settings.runs))
         runs.append(one_start(servers, settings))
     counted, warmups = runs[settings.warmup:], runs[:settings.warmup]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import Progress, interrupts
+from .. import Progress, Step, interrupts
 from ..measure.footprint import tree_bytes
 from .recipes import Recipe
 from ..stdio.session import Command
@@ -154,7 +154,8 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     if missing:
         return Build(recipe, "skipped", missing, toolchains=versions)
     if not recipe.has_build:
-        progress(f"{recipe.name}: nothing to build (the recipe has no [build])")
+        progress(Step(f"{recipe.name}: nothing to build (the recipe has no [build])", "build",
+                      recipe.name))
         return Build(recipe, "no-build", toolchains=versions)
     key = build_key(recipe, versions)
     folder = root / "builds" / f"{recipe.name}-{key[:16]}"
@@ -170,17 +171,19 @@ def _ensure_built(recipe: Recipe, folder: Path, key: str, versions: dict[str, st
     done = _read_marker(marker) if not rebuild else None
     if done:
         os.utime(folder)  # most recently used: kept when older builds are pruned
-        progress(f"{recipe.name}: up to date (built in {done['build_s']:.1f} s at "
-                 f"{done['finished']}), nothing to do")
+        progress(Step(f"{recipe.name}: up to date (built in {done['build_s']:.1f} s at "
+                      f"{done['finished']}), nothing to do", "build", recipe.name))
         return Build(recipe, "cached", folder=folder, build_s=done["build_s"],
                      dev_tree_bytes=done["dev_tree_bytes"], log=folder / "build.log",
                      toolchains=versions)
     build = Build(recipe, "built", folder=folder, log=folder / "build.log", toolchains=versions)
-    progress(f"{recipe.name}: building (log: {build.log})")
+    progress(Step(f"{recipe.name}: building (log: {build.log})", "build", recipe.name,
+                  log=build.log))
     failure = _run_build(build)
     if failure:
         build.status, build.reason, build.log_tail = "failed", failure, _tail(build.log)
-        progress(f"{recipe.name}: build failed: {failure} (log: {build.log})")
+        progress(Step(f"{recipe.name}: build failed: {failure} (log: {build.log})", "build",
+                      recipe.name))
         return build
     tmp = marker.with_suffix(".tmp")
     tmp.write_text(json.dumps({"key": key, "build_s": build.build_s,
@@ -188,7 +191,7 @@ def _ensure_built(recipe: Recipe, folder: Path, key: str, versions: dict[str, st
                                "finished": datetime.now(timezone.utc).isoformat(timespec="seconds")}))
     tmp.replace(marker)
     _prune(folder)
-    progress(f"{recipe.name}: built in {build.build_s:.1f} s")
+    progress(Step(f"{recipe.name}: built in {build.build_s:.1f} s", "build", recipe.name))
     return build
 
 
