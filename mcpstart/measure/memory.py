@@ -260,24 +260,35 @@ def idle_block(rows: list[dict], settle_s: float, rule: SettleRule,
                            "ru_maxrss_bytes": None, "exited": False} for row in rows]}
 
 
-def peak_during(processes: ProcessSet, action: Callable[[], object],
-                idle_processes: list[dict]) -> dict:
-    """Run ``action`` (a tool call) with every live process's high-water mark reset and the
-    Sampler running; return the peak keys of the ``memory`` block.
+def high_water_marks(processes: ProcessSet) -> dict[int, int]:
+    """VmHWM in bytes of each live process (pid -> bytes)."""
+    return {p.pid: mark for p in processes.alive() if (mark := high_water_mark(p.pid)) is not None}
 
-    ``peak_rss_bytes_payload`` is the exact VmHWM when one process was seen throughout and
-    its mark could be reset (``peak_method`` "vmhwm"), else the sampled peak of the summed
-    tree RSS ("sampled"); ``peak_rss_bytes_hwm_sum`` sums the marks of the processes alive
-    at the end (processes gone by then are not in it). ``processes`` lists the idle rows
-    plus every process seen during the call, each with its mark, its largest sampled RSS,
-    whether it exited, and ``os.wait4``'s ru_maxrss where mcpstart reaped it.
+
+def peak_during(processes: ProcessSet, action: Callable[[], object],
+                idle_processes: list[dict], first_marks: dict[int, int] | None) -> dict:
+    """The peak keys of the ``memory`` block, from two calls of the same tool: the first, timed
+    call ran with nothing of mcpstart beside it and left ``first_marks`` (VmHWM per process
+    after a reset, None when the reset failed); ``action`` repeats the call with every mark
+    reset again and the Sampler running, so processes born and gone inside it are seen.
+
+    ``peak_rss_bytes_payload``: for a one-process tree (one process idle, one seen by the
+    sampler) the exact VmHWM of the first call (``peak_method`` "vmhwm"); else the sampled
+    peak of the summed tree RSS during the second call ("sampled").
+    ``peak_rss_bytes_hwm_sum``: the marks of the processes alive at the end, summed (the
+    first call's for a one-process tree, else the second's). ``processes`` lists the idle
+    rows plus every process seen, each with its mark, its largest sampled RSS, whether it
+    exited, and ``os.wait4``'s ru_maxrss where mcpstart reaped it.
     """
     exact = reset_high_water_marks(processes)
     with Sampler(processes) as sampler:
         action()
-        marks = {p.pid: mark for p in processes.alive()
-                 if (mark := high_water_mark(p.pid)) is not None}
-    alive = set(marks)
+        marks = high_water_marks(processes) if exact else {}
+    alive = set(high_water_marks(processes))
+    one = (first_marks is not None and len(first_marks) == 1 and len(idle_processes) == 1
+           and set(sampler.seen) <= set(first_marks))
+    if one:
+        marks = first_marks
     rows = {row["pid"]: dict(row) for row in idle_processes}
     for pid, info in sampler.seen.items():
         rows.setdefault(pid, {**info, "ppid": None, "idle_rss_bytes": None,
@@ -287,10 +298,9 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
         row.update(peak_rss_bytes_hwm=marks.get(pid),
                    peak_rss_bytes_sampled=sampler.largest.get(pid),
                    ru_maxrss_bytes=reaped.get("ru_maxrss_bytes"), exited=pid not in alive)
-    one = exact and len(sampler.seen) <= 1 and len(marks) == 1 and set(sampler.seen) <= alive
     return {"peak_rss_bytes_payload": next(iter(marks.values())) if one else sampler.peak_bytes,
             "peak_rss_bytes_sampled": sampler.peak_bytes,
-            "peak_rss_bytes_hwm_sum": sum(marks.values()) if exact and marks else None,
+            "peak_rss_bytes_hwm_sum": sum(marks.values()) if marks else None,
             "peak_method": "vmhwm" if one else "sampled", "peak_samples": sampler.samples,
             "processes": list(rows.values())}
 

@@ -312,9 +312,11 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
     ``notifications/initialized``, ``tools/list`` (all pages: the ``tools`` block), idle
     memory once settled (``memory``), ``settings.round_trips`` small calls one at a time
     (``round_trip_ms``), the large call twice: once timed with nothing else of mcpstart
-    running (``payload``), once for its memory (high-water marks reset, the process set
-    sampled), a Unicode check for reverse_text, and the spec's shutdown (``shutdown``,
-    ``orphans``; also on failure).
+    running, its processes' high-water marks reset before and read after (``payload``; the
+    exact peak of a one-process server), once again with the marks reset and the process set
+    sampled (the peak of a tree, processes born and gone inside the call included), a
+    Unicode check for reverse_text, and the spec's shutdown (``shutdown``, ``orphans``; also
+    on failure).
 
     Raises:
         SessionError: a step got no usable answer; the row keeps what came before.
@@ -366,7 +368,9 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
             row.skip_block("round_trip_ms", "--round-trips 0")
         progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
         text = payload_text(settings.payload_bytes)
+        exact = memory.reset_high_water_marks(session.processes)  # before the clock
         outcome = call_tool(session, call, text, settings.timeout_s)
+        first_marks = memory.high_water_marks(session.processes) if exact else None
         row.payload = {"tool": call.name, "request_bytes": len(text),
                        "response_bytes": outcome.response.size_bytes,
                        "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
@@ -378,7 +382,7 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
         progress(f"memory during tools/call {call.name}")
         row.memory.update(memory.peak_during(
             session.processes, lambda: call_tool(session, call, text, settings.timeout_s),
-            row.memory["processes"]))
+            row.memory["processes"], first_marks))
         for warning in memory.peak_warnings(row.memory):
             row.warn("memory", warning, "memory.peak_rss_bytes_payload")
         if call.verifiable:
