@@ -44,6 +44,7 @@ class ServerResult:
     footprint: dict | None = None
     protocol: dict | None = None
     shutdown: dict | None = None
+    page_cache: dict | None = None
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 

@@ -7,6 +7,7 @@ Per-server figures are measured one server at a time, never two at once (design.
 
 from __future__ import annotations
 
+import glob
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ class Server:
     row: ServerResult
     command: Command | None
     limit_s: float | None = None
+    artifacts: list[str] = field(default_factory=list)
     before_spawn: Callable[[], None] = lambda: None
     skips: Skips = field(default_factory=Skips)
     traffic: Traffic = field(default_factory=Traffic)
@@ -92,6 +94,8 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
         _guard(server, lambda s=server: _matrix(s, settings))
+        if settings.cache_state == "cold":
+            _guard(server, lambda s=server: _cold_cache(s, settings))
     on_update(results)
     _cold_starts(live, settings, order, results, progress, on_update)
     for index, server in enumerate(live, 1):
@@ -159,6 +163,40 @@ def _matrix(server: Server, settings: Settings) -> None:
     server.row.protocol.update(protocol)
     for warning in warnings:
         server.row.warn("protocol", warning, "protocol.era")
+
+
+def _cold_cache(server: Server, settings: Settings) -> None:
+    """Make every cold start of ``server`` start with its files out of the page cache: learn
+    the files a warm run maps (one spawn), then evict them all before each spawn and record
+    what was evicted and what stayed (``page_cache``)."""
+    from ..stdio.session import Session
+    from ..stdio.transport import resolve
+    from .cache import evict, mapped_files, server_files
+    from .probes import initialize_request
+
+    session = Session.start(server.command, initialize_request(settings.requested_revision))
+    try:
+        session.wait(1, settings.timeout_s)
+        mapped = []
+        for proc in session.processes.scan():
+            try:
+                mapped += mapped_files(proc.pid)
+            except OSError:
+                continue
+    finally:
+        session.shutdown()
+    files = server_files(resolve(server.command), server.artifacts, mapped)
+    record = {"files": len(files), "evicted_bytes": [], "resident_bytes": [],
+              "resident_note": None}
+    server.row.page_cache = record
+
+    def evict_now() -> None:
+        done = evict(files)
+        record["evicted_bytes"].append(done["evicted_bytes"])
+        record["resident_bytes"].append(done["resident_bytes"])
+        record["resident_note"] = record["resident_note"] or done["resident_note"]
+
+    server.before_spawn = evict_now
 
 
 def _cold_starts(servers: list[Server], settings: Settings, order: str, results: Results,
@@ -323,7 +361,9 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     except Exception as err:  # a footprint is a side figure: never lose the row for it
         row.warn("footprint", f"footprint not measured: {type(err).__name__}: {err}",
                  "footprint")
-    return Server(row, build.command(settings.env))
+    return Server(row, build.command(settings.env),
+                  artifacts=[p for pattern in recipe.artifact_include
+                             for p in glob.glob(build.path(pattern))])
 
 
 def from_target(target, settings: Settings) -> Server:

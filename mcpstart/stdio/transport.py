@@ -93,29 +93,40 @@ def _high_fd(fd: int) -> int:
     return moved
 
 
-def prepare(command: Command) -> Prepared:
-    """Do everything of a spawn that can be done before the clock starts.
+def resolve(command: Command, env: dict[str, str] | None = None) -> str:
+    """The executable ``command.argv[0]`` names, as the spawn will run it: a path relative to
+    the working directory, or a name looked up on the server's own PATH.
 
     Raises:
-        SpawnError: the working directory does not exist, or argv[0] is not found on the
-            child's PATH (or, when it names a path, is not an executable file).
+        SpawnError: the working directory does not exist, or no executable file is found.
     """
     cwd = command.cwd
     if cwd is not None and not os.path.isdir(cwd):
         raise SpawnError(errno.ENOENT, f"working directory {cwd} does not exist")
-    env = command.environment()
     program = command.argv[0]
     if os.sep in program:
         path = os.path.join(cwd or os.getcwd(), program)
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             raise SpawnError(errno.ENOENT, f"cannot start {program!r}: no executable file "
                                            f"at {path}")
-    else:
-        found = shutil.which(program, path=env.get("PATH", os.defpath))
-        if found is None:
-            raise SpawnError(errno.ENOENT, f"cannot start {program!r}: not found on the "
-                                           "server's PATH")
-        path = os.path.join(cwd or os.getcwd(), found)
+        return path
+    env = command.environment() if env is None else env
+    found = shutil.which(program, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise SpawnError(errno.ENOENT, f"cannot start {program!r}: not found on the "
+                                       "server's PATH")
+    return os.path.join(cwd or os.getcwd(), found)
+
+
+def prepare(command: Command) -> Prepared:
+    """Do everything of a spawn that can be done before the clock starts.
+
+    Raises:
+        SpawnError: as ``resolve``.
+    """
+    env = command.environment()
+    path = resolve(command, env)
+    cwd = command.cwd
     stdin_r, stdin_w = (_high_fd(fd) for fd in os.pipe())
     stdout_r, stdout_w = (_high_fd(fd) for fd in os.pipe())
     stderr_r, stderr_w = (_high_fd(fd) for fd in os.pipe())

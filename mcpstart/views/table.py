@@ -221,6 +221,13 @@ def _shutdown(value, _s) -> str:
     return f"{_text(value['how'])} ({fmt_ms(value['ms'])} ms)"
 
 
+def _page_cache(value, s) -> str:
+    from statistics import median
+
+    resident = dig(s, "page_cache.resident_bytes") or []
+    return " / ".join(fmt_mib(median(v)) if v else "-" for v in (value, resident))
+
+
 def _plain(render: Callable) -> Callable[[object, dict], str]:
     return lambda value, _s: render(value)
 
@@ -238,6 +245,8 @@ ROWS: list[Row] = [
     Row("handshake_ms.mean", "cold start mean ± stdev (ms)", _mean_stdev, ("handshake_ms.stdev",)),
     Row("handshake_ms.min", "cold start min / max (ms)", _min_max, ("handshake_ms.max",)),
     Row("handshake_ms.n", "cold start runs (+ warm-up)", _runs),
+    Row("page_cache.evicted_bytes", "page cache evicted / still resident per run, median (MiB)",
+        _page_cache, ("page_cache.resident_bytes",)),
     Row("phases_ms.first_byte.median", "first byte from spawn, median (ms)", _plain(fmt_ms)),
     Row("phases_ms.tools_list.median", "tools/list answered from spawn, median (ms)", _plain(fmt_ms)),
     Row("phases_ms.first_call.median", "first tool call answered from spawn, median (ms)",
