@@ -343,6 +343,8 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
 
     recipe = build.recipe
     row = ServerResult(recipe.name, recipe.language, recipe.sdk, recipe.sdk_version)
+    if recipe.sdk is None:
+        row.skip_block("sdk_version", "the recipe names no SDK")
     if build.status == "skipped":
         row.status, row.reason = "skipped", build.reason
         if require_all:
@@ -397,3 +399,27 @@ def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
         row = ServerResult(skipped.name, status="skipped", reason=skipped.reason)
         servers.append(Server(row, None))
     return servers, toolchains
+
+
+def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
+                   toolchains: dict[str, str], progress: Progress = lambda _: None) -> Results:
+    """The revision matrix of each server and nothing else (``mcpstart revisions``). A server
+    that cannot be spawned (not found, no such working directory) fails its row; any answer,
+    error, exit or silence of a probe is a finding, not a failure."""
+    from ..stdio.transport import SpawnError, resolve
+
+    results = new_results(argv, settings, "sequential", toolchains)
+    results.servers = [s.row for s in servers]
+    live = [s for s in servers if s.measurable]
+    for index, server in enumerate(live, 1):
+        server.row.protocol = {"requested_revision": settings.requested_revision}
+        server.row.command = server.command.record()
+        try:
+            resolve(server.command)
+        except SpawnError as err:
+            server.row.fail(err.strerror)
+            continue
+        progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
+                      server.row.name))
+        _guard(server, lambda s=server: _matrix(s, settings))
+    return results
