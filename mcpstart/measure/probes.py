@@ -374,7 +374,8 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
         row.payload = {"tool": call.name, "request_bytes": len(text),
                        "response_bytes": outcome.response.size_bytes,
                        "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
-                       "verified": outcome.text == text[::-1] if call.verifiable else None,
+                       "verified": (outcome.text == text[::-1]
+                                    if call.verifiable and not outcome.is_error else None),
                        "unicode_verified": None, "is_error": outcome.is_error}
         row.tools["structured_content"] = "structuredContent" in outcome.result
         if outcome.is_error:

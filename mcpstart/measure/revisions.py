@@ -75,10 +75,15 @@ def probe(command: Command, request: dict, timeout_s: float) -> dict:
 def matrix(command: Command, timeout_s: float) -> list[dict]:
     """The revision matrix: ``server/discover`` with the modern envelope, then
     ``initialize`` asking each handshake revision and one unknown future revision, each in
-    its own process (some servers exit on any first request but initialize)."""
-    requests = [modern_request("server/discover")]
-    requests += [initialize_request(r) for r in (*HANDSHAKE_REVISIONS, FUTURE_REVISION)]
-    return [probe(command, request, timeout_s) for request in requests]
+    its own process (some servers exit on any first request but initialize). Once an
+    initialize probe got no answer at all, the others are not asked (fault-cases.md, case
+    16: a method that got no answer is not waited for again); the matrix then ends there."""
+    rows = [probe(command, modern_request("server/discover"), timeout_s)]
+    for revision in (*HANDSHAKE_REVISIONS, FUTURE_REVISION):
+        rows.append(probe(command, initialize_request(revision), timeout_s))
+        if rows[-1]["outcome"] == "no_answer":
+            break
+    return rows
 
 
 def _modern(revision: str) -> bool:
