@@ -122,7 +122,7 @@ def _report_format(ctx, param, value: str) -> str:
     from tabulate import tabulate_formats
 
     if value not in (*tabulate_formats, *LONG_FORMATS):
-        raise click.BadParameter(f"{value!r} is not one of {', '.join(LONG_FORMATS)}, "
+        raise click.BadParameter(f"{value!r} is not {', '.join(LONG_FORMATS)} or one of "
                                  f"{', '.join(tabulate_formats)}", ctx, param)
     return value
 

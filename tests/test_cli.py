@@ -112,7 +112,7 @@ def test_skipped_toolchain_and_require_all(tmp_path):
     (["-o", "/nonexistent-dir/r.json"], "cannot write into folder '/nonexistent-dir'"),
     (["--timeout", "nan"], "nan is not a finite number of seconds"),
     (["--timeout", "inf"], "inf is not a finite number of seconds"),
-    (["--format", "githb"], "'githb' is not one of"),
+    (["--format", "githb"], "'githb' is not csv, json or one of"),
     (["-o", ""], "is empty"),
     (["--protocol-version", " "], "is empty"),
     (["-o", "{tmp}/pyproject.json"], "pyproject.toml' exists and is not an mcpstart results file"),
@@ -198,7 +198,7 @@ def test_quiet_leaves_stderr_to_errors(tmp_path):
     assert result.exit_code == 1  # a server failed: the table says why, stderr stays empty
     assert result.stderr == "" and "| status " in result.stdout
     bad = run(tmp_path, "--quiet", "--format", "nope")
-    assert bad.exit_code == 2 and "'nope' is not one of" in bad.stderr
+    assert bad.exit_code == 2 and "'nope' is not csv, json or one of" in bad.stderr
     built = CliRunner().invoke(main, ["build", "-q", "--recipes", str(tmp_path / "build-recipes"),
                                       "--cache-dir", str(tmp_path / "cache"), "good"])
     assert built.exit_code == 0 and built.stderr == ""
