@@ -673,8 +673,8 @@ def doctor(recipes_dir, require_all, tablefmt) -> None:
 
     \b
     Exit status: 0 a default run has what it needs (some figures may be degraded, the
-    table says which); 1 something it needs is missing: pidfds, /proc/PID/status, or
-    every recipe's toolchain (with --require-all: any toolchain).
+    table says which); 1 something it needs is missing: pidfds, /proc/PID/status, or any
+    server whose toolchains are all found (with --require-all: any toolchain).
     """
     from .doctor import render, run_checks, verdict
 
