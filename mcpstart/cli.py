@@ -1,5 +1,6 @@
 """Command line: parses options and calls the library. Exit status: 0 every server measured
-or skipped, 1 a server failed, 2 usage or input error."""
+or skipped, 1 a server failed (doctor: something a default run needs is missing), 2 usage or
+input error, 128+N stopped by signal N."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import random
 import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -17,6 +19,11 @@ from .redact import redact
 
 CLIENT_CHOICES = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
+LONG_FORMATS = ("csv", "json")
+"""--format values besides tabulate's: long-form records (views.exports.records_csv/json)."""
+EXPORTS = (("json", "hyperfine's JSON shape (seconds)"), ("csv", "hyperfine's CSV (seconds)"),
+           ("markdown", "hyperfine's Markdown table"))
+"""--export-NAME options, each written by views.exports.export_NAME."""
 
 
 
@@ -27,8 +34,25 @@ class InputError(click.ClickException):
 
 
 def _progress(step) -> None:
-    """Show a progress Step (or a plain message) on stderr."""
-    click.echo(f"mcpstart: {getattr(step, 'text', step)}", err=True)
+    """Show a progress Step (or a plain message) through the command's display (stderr)."""
+    ctx = click.get_current_context(silent=True)
+    display = ctx.meta.get("mcpstart.display") if ctx else None
+    if display is None:
+        click.echo(f"mcpstart: {getattr(step, 'text', step)}", err=True)
+    else:
+        display(step)
+
+
+@contextmanager
+def _display(quiet: bool):
+    """The live progress display (views.progress.Display) on stderr for this command; what
+    ``_progress`` shows goes through it. Cleared and stopped on the way out, whatever
+    happens."""
+    from .views.progress import Display
+
+    with Display(quiet=quiet) as display:
+        click.get_current_context().meta["mcpstart.display"] = display
+        yield display
 
 
 def _env_pairs(ctx, param, values) -> dict[str, str]:
@@ -57,9 +81,9 @@ class _Main(click.Group):
             try:
                 return super().invoke(ctx)
             except SystemExit as stop:
-                if isinstance(stop.code, int) and stop.code > 128:
-                    _progress(f"stopped by {signal.Signals(stop.code - 128).name}; servers "
-                              "finished before it are in the results file")
+                if isinstance(stop.code, int) and stop.code > 128:  # shown even with --quiet
+                    click.echo(f"mcpstart: stopped by {signal.Signals(stop.code - 128).name}; "
+                               "servers finished before it are in the results file", err=True)
                 raise
             finally:
                 shutdown_all()  # sessions an error or signal cut short
@@ -91,6 +115,25 @@ def _table_format(ctx, param, value: str) -> str:
     if value not in tabulate_formats:
         raise click.BadParameter(f"{value!r} is not one of {', '.join(tabulate_formats)}",
                                  ctx, param)
+    return value
+
+
+def _report_format(ctx, param, value: str) -> str:
+    from tabulate import tabulate_formats
+
+    if value not in (*tabulate_formats, *LONG_FORMATS):
+        raise click.BadParameter(f"{value!r} is not {', '.join(LONG_FORMATS)} or one of "
+                                 f"{', '.join(tabulate_formats)}", ctx, param)
+    return value
+
+
+def _export_target(ctx, param, value: str | None) -> str | None:
+    """An --export-* FILE: ``-`` (stdout), or a file in a folder that can be written."""
+    if value is None or value == "-":
+        return value
+    path = Path(value)  # a folder: refused by click.Path(dir_okay=False)
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write into folder {str(path.parent)!r}", ctx, param)
     return value
 
 
@@ -167,9 +210,73 @@ require_all_option = click.option(
 format_option = click.option(
     "--format", "tablefmt", default="github", show_default=True, callback=_table_format,
     help="Table format: any tabulate format, e.g. github (Markdown), plain, simple, grid.")
+report_format_option = click.option(
+    "--format", "fmt", default="github", show_default=True, callback=_report_format,
+    help="Any tabulate format (github is Markdown; plain, simple, grid, ...), or csv / json: "
+         "long form, one record {server, file, metric, value, unit} per server, file and "
+         "metric, values in the units of their keys.")
+quiet_option = click.option(
+    "--quiet", "-q", is_flag=True,
+    help="No progress on stderr (errors still show). Without it: one updating line on a "
+         "terminal, plain lines otherwise; NO_COLOR turns colours off.")
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+def export_options(command):
+    """--export-json, --export-csv and --export-markdown (hyperfine's names and shapes)."""
+    for name, shape in reversed(EXPORTS):
+        command = click.option(
+            f"--export-{name}", type=click.Path(dir_okay=False, allow_dash=True),
+            metavar="FILE", callback=_export_target,
+            help=f"Also write the cold-start series as {shape}; - writes it to stdout in "
+                 "place of the table.")(command)
+    return command
+
+
+def _exports(export_json, export_csv, export_markdown) -> dict[str, str | None]:
+    """The --export-* options as {name: FILE or "-" or None}; a usage error when more than
+    one of them goes to stdout."""
+    targets = {"json": export_json, "csv": export_csv, "markdown": export_markdown}
+    dashes = [f"--export-{name}" for name, target in targets.items() if target == "-"]
+    if len(dashes) > 1:
+        raise click.UsageError(f"{' and '.join(dashes)} both write to stdout (-): give one "
+                               "of them a file")
+    return targets
+
+
+def _show(loaded: list, fmt: str, targets: dict[str, str | None], labels=None, metrics=(),
+          transpose: bool = False) -> None:
+    """Write the --export-* files, then print the table (or long-form csv / json records)
+    of ``loaded`` results, unless an export went to stdout (``-``) in its place."""
+    from .views import exports
+    from .views.table import UnknownMetric, table
+
+    long_form = {"csv": exports.records_csv, "json": exports.records_json}.get(fmt)
+    try:
+        text = (long_form(loaded, labels, metrics) if long_form else
+                table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose) + "\n")
+    except UnknownMetric as err:
+        raise click.BadParameter(str(err), param_hint="'--metrics'") from err
+    for name, target in targets.items():
+        if not target:
+            continue
+        export = getattr(exports, f"export_{name}")(loaded, labels)
+        if target == "-":
+            text = export
+            continue
+        try:
+            Path(target).write_text(export, encoding="utf-8")
+        except OSError as err:
+            raise InputError(f"cannot write {target}: {err.strerror or err}") from err
+    click.echo(text, nl=False)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="""\b
+Typical use, from the mcpstart checkout:
+  mcpstart doctor                          # what this machine gives mcpstart
+  mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
+  mcpstart report mcpstart-results.json    # the table again, from the results file
+  mcpstart build --rebuild python          # rebuild one server""")
 @click.version_option(__version__, prog_name="mcpstart")
 def main() -> None:
     """Profile MCP servers over the stdio transport.
@@ -178,12 +285,6 @@ def main() -> None:
     (TypeScript, Python, Go, Rust), spawns each over stdio, and measures cold start
     (spawn to initialize response), memory of the whole process tree idle and under a
     5 MiB tool result, artifact size, dependency count and protocol revision.
-
-    \b
-    Typical use, from the mcpstart checkout:
-      mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
-      mcpstart report mcpstart-results.json    # the table again, from the results file
-      mcpstart build --rebuild python          # rebuild one server
     """
 
 
@@ -240,14 +341,12 @@ def _servers(plan, settings, rebuild, cache_dir, require_all):
     return servers_for(plan, settings, cache, rebuild, require_all, _progress)
 
 
-def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budget) -> None:
+def _run_and_report(servers, settings, toolchains, output, fmt, exports, plan, budget,
+                    secrets, display) -> None:
     from .measure.run import measure as measure_all
     from .measure.startup import LIMITS_S
-    from .redact import secrets_of
     from .results import Results
-    from .views.table import table
 
-    secrets = secrets_of([*plan.secrets, *settings.env.values()])
     write_error: list[OSError] = []  # the last rewrite's failure, if it failed
 
     def rewrite(results) -> None:
@@ -263,10 +362,12 @@ def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budge
         _progress(note)
     if budget is None and plan.together:
         budget = list(LIMITS_S)
-    results = measure_all(servers, settings, _redacted_argv(), toolchains,
-                          lambda step: _progress(redact(step.text, secrets)), rewrite, budget)
+    results = measure_all(servers, settings, _redacted_argv(), toolchains, display, rewrite,
+                          budget)
     results.secrets = secrets
-    click.echo(table(Results.from_dict(results.to_dict()), tablefmt))
+    shown = results.to_dict()  # secrets masked
+    display.outcomes(shown["servers"])
+    _show([Results.from_dict(shown)], fmt, exports)
     if write_error:
         raise InputError(f"cannot write the results file {output}: "
                          f"{write_error[0].strerror or write_error[0]}")
@@ -274,39 +375,45 @@ def _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budge
     sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
 
 
-@main.command(short_help="Build the reference servers (cached; only what changed).")
+@main.command(short_help="Build the reference servers (cached; only what changed).",
+              epilog="\b\nExample:\n  mcpstart build --rebuild rust go")
 @click.argument("names", nargs=-1)
 @click.option("--rebuild", is_flag=True, help="Build even when an up-to-date build exists.")
 @recipes_option
 @cache_option
 @require_all_option
-def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
+@quiet_option
+def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
     """Build the reference servers NAMES (default: every recipe).
 
     A build is cached under a hash of its recipe, its source files and its toolchain
     versions: a second build with nothing changed does no work. A missing toolchain
-    skips that server; a failed build prints its log's tail; the others go on.
+    skips that server; a failed build prints its log's tail; the others go on. While a
+    build runs, a terminal shows the last line of its log.
 
     \b
-    Example:
-      mcpstart build --rebuild rust go
+    Exit status: 0 every server built, up to date or skipped; 1 a build failed (or, with
+    --require-all, a server was skipped); 2 bad input.
     """
     from .targets.build import ensure_built
 
-    cache = _cache(cache_dir)
     failed = False
-    for recipe in _recipes(recipes_dir, names):
-        item = ensure_built(recipe, cache, rebuild, _progress)
-        if item.status == "skipped":
-            click.echo(f"{item.recipe.name}: skipped: {item.reason}")
-            failed |= require_all
-        elif item.status == "failed":
-            click.echo(f"{item.recipe.name}: failed: {item.reason}")
-            failed = True
-        elif item.status == "no-build":
-            click.echo(f"{item.recipe.name}: nothing to build (the recipe has no [build])")
-        else:
-            click.echo(f"{item.recipe.name}: {item.status} ({item.build_s:.1f} s) {item.folder}")
+    with _display(quiet) as display:
+        cache = _cache(cache_dir)
+        for recipe in _recipes(recipes_dir, names):
+            item = ensure_built(recipe, cache, rebuild, _progress)
+            display.close()  # the line below goes to stdout: no live line in its way
+            if item.status == "skipped":
+                click.echo(f"{item.recipe.name}: skipped: {item.reason}")
+                failed |= require_all
+            elif item.status == "failed":
+                click.echo(f"{item.recipe.name}: failed: {item.reason}")
+                failed = True
+            elif item.status == "no-build":
+                click.echo(f"{item.recipe.name}: nothing to build (the recipe has no [build])")
+            else:
+                click.echo(f"{item.recipe.name}: {item.status} ({item.build_s:.1f} s) "
+                           f"{item.folder}")
     sys.exit(1 if failed else 0)
 
 
@@ -381,12 +488,15 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all) -> None:
 @recipes_option
 @cache_option
 @require_all_option
-@format_option
+@report_format_option
+@export_options
+@quiet_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes, call_tool,
             call_args, env, server_specs, configs, client, name, cwd, floor, pause_ms, order,
             seed, cache_state, round_trips, probe_timeout, budget, rebuild, recipes_dir,
-            cache_dir, require_all, tablefmt, command) -> None:
+            cache_dir, require_all, fmt, export_json, export_csv, export_markdown, quiet,
+            command) -> None:
     """Measure MCP servers: the reference set (every recipe, built first when stale), or
     the servers named by -- COMMAND, --server and --config.
 
@@ -397,8 +507,11 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     reads idle memory once it settles, times warm round trips, calls a tool with a large
     payload (round trip, then peak memory) and shuts down as the spec says.
 
-    The table goes to stdout, progress to stderr. Every raw sample and the machine's
-    metadata go to the results file, rewritten after every round and every server.
+    The table goes to stdout (or, with --export-* -, that export), progress to stderr:
+    one updating line on a terminal (a bar for the cold-start series, a build's last log
+    line), plain lines otherwise; each server's outcome and warnings end as plain lines.
+    Every raw sample and the machine's metadata go to the results file, rewritten after
+    every round and every server.
 
     \b
     Exit status: 0 all measured or skipped; 1 a server failed (the table says why);
@@ -406,18 +519,25 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     first; what was measured stays in the results file).
     """
     from .measure.settings import Settings
+    from .redact import secrets_of
     from .stdio.tree import become_subreaper
 
+    exports = _exports(export_json, export_csv, export_markdown)
     call = _tool_call(call_tool, call_args)
     settings = Settings(runs=runs, warmup=warmup, timeout_s=timeout, payload_bytes=payload_bytes,
                         requested_revision=protocol_version, env=env, pause_ms=pause_ms,
                         order=order, seed=seed if seed is not None else random.randrange(2**32),
                         cache_state=cache_state, round_trips=round_trips,
                         probe_timeout_s=probe_timeout, call=call)
-    plan = _plan(command, server_specs, configs, client, name, cwd, only, floor, recipes_dir)
-    become_subreaper()
-    servers, toolchains = _servers(plan, settings, rebuild, cache_dir, require_all)
-    _run_and_report(servers, settings, toolchains, output, tablefmt, plan, budget)
+    with _display(quiet) as display:
+        plan = _plan(command, server_specs, configs, client, name, cwd, only, floor,
+                     recipes_dir)
+        secrets = secrets_of([*plan.secrets, *settings.env.values()])
+        display.mask = lambda text: redact(text, secrets)
+        become_subreaper()
+        servers, toolchains = _servers(plan, settings, rebuild, cache_dir, require_all)
+        _run_and_report(servers, settings, toolchains, output, fmt, exports, plan, budget,
+                        secrets, display)
 
 
 @main.command(short_help="Print the table of results files again, or export them.",
@@ -426,10 +546,7 @@ Example: compare two machines' cold start and idle memory, servers as rows:
   mcpstart report laptop.json ci.json --label laptop --label ci \\
       --metrics handshake_ms.median --metrics memory.idle_rss_bytes --transpose""")
 @click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", default="github", show_default=True,
-              help="Any tabulate format (github is Markdown; plain, simple, grid, ...), or csv / "
-                   "json: long form, one record {server, file, metric, value, unit} per server, "
-                   "file and metric, values in the units of their keys.")
+@report_format_option
 @click.option("--metrics", multiple=True, metavar="PATH",
               help="Show only this row, named by its results key path (e.g. handshake_ms.median, "
                    "memory.idle_rss_bytes); repeatable, in the order given.")
@@ -437,12 +554,7 @@ Example: compare two machines' cold start and idle memory, servers as rows:
 @click.option("--label", "labels", multiple=True, metavar="LABEL",
               help="Column label of each file, once per file, in order (default: the file's "
                    "hostname, plus its date where two match).")
-@click.option("--export-json", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also write the cold-start series in hyperfine's JSON shape (seconds).")
-@click.option("--export-csv", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also write the cold-start series as hyperfine's CSV (seconds).")
-@click.option("--export-markdown", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also write the cold-start series as hyperfine's Markdown table.")
+@export_options
 def report(results_files, fmt, metrics, transpose, labels, export_json, export_csv,
            export_markdown) -> None:
     """Print the table of one or more results files without measuring again (default:
@@ -450,15 +562,9 @@ def report(results_files, fmt, metrics, transpose, labels, export_json, export_c
     several files are given. Exit status 2 for a file that cannot be read or is no
     results file.
     """
-    from tabulate import tabulate_formats
-
     from .results import ResultsError, load
-    from .views import exports
-    from .views.table import UnknownMetric, table
 
-    if fmt not in (*tabulate_formats, "csv", "json"):
-        raise click.BadParameter(f"{fmt!r} is not csv, json or one of "
-                                 f"{', '.join(tabulate_formats)}", param_hint="'--format'")
+    exports = _exports(export_json, export_csv, export_markdown)
     paths = [Path(f) for f in results_files or [defaults.OUTPUT]]
     if labels and len(labels) != len(paths):
         raise click.UsageError(f"{len(labels)} --label for {len(paths)} file(s): give one per file")
@@ -471,21 +577,7 @@ def report(results_files, fmt, metrics, transpose, labels, export_json, export_c
             loaded.append(load(path))
         except ResultsError as err:
             raise InputError(str(err)) from err
-    labels = list(labels) or None
-    render = {"csv": exports.records_csv, "json": exports.records_json}.get(fmt)
-    try:
-        text = (render(loaded, labels, metrics) if render else
-                table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose))
-    except UnknownMetric as err:
-        raise click.BadParameter(str(err), param_hint="'--metrics'") from err
-    for target, export in ((export_json, exports.export_json), (export_csv, exports.export_csv),
-                           (export_markdown, exports.export_markdown)):
-        if target:
-            try:
-                Path(target).write_text(export(loaded, labels), encoding="utf-8")
-            except OSError as err:
-                raise InputError(f"cannot write {target}: {err.strerror or err}") from err
-    click.echo(text, nl=not render)
+    _show(loaded, fmt, exports, list(labels) or None, metrics, transpose)
 
 
 @main.command(short_help="Compare two results files; exit 1 on a regression (a CI gate).",
@@ -563,6 +655,32 @@ def plot(results_file, output, kind) -> None:
     except OSError as err:
         raise InputError(f"cannot write {output}: {err.strerror or err}") from err
     _progress(f"wrote {output}")
+
+
+@main.command(short_help="Check the toolchains and what this machine gives mcpstart.",
+              epilog="\b\nExample, before a CI job that needs every server:\n"
+                     "  mcpstart doctor --require-all && mcpstart measure --require-all")
+@recipes_option
+@click.option("--require-all", is_flag=True,
+              help="Count every toolchain as needed, as measure --require-all fails a run "
+                   "that skips a server.")
+@format_option
+def doctor(recipes_dir, require_all, tablefmt) -> None:
+    """Say which toolchains and versions are found (from the recipes), whether clear_refs,
+    PSS (smaps_rollup), the child subreaper and pidfds work (each probed on a real child
+    process), the load average against the core count, and what each missing piece means
+    for the figures.
+
+    \b
+    Exit status: 0 a default run has what it needs (some figures may be degraded, the
+    table says which); 1 something it needs is missing: pidfds, /proc/PID/status, or any
+    server whose toolchains are all found (with --require-all: any toolchain).
+    """
+    from .doctor import render, run_checks, verdict
+
+    checks = run_checks(recipes_dir, require_all)
+    click.echo(render(checks, tablefmt))
+    sys.exit(verdict(checks)[1])
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def test_skipped_toolchain_and_require_all(tmp_path):
     (["-o", "/nonexistent-dir/r.json"], "cannot write into folder '/nonexistent-dir'"),
     (["--timeout", "nan"], "nan is not a finite number of seconds"),
     (["--timeout", "inf"], "inf is not a finite number of seconds"),
-    (["--format", "githb"], "'githb' is not one of"),
+    (["--format", "githb"], "'githb' is not csv, json or one of"),
     (["-o", ""], "is empty"),
     (["--protocol-version", " "], "is empty"),
     (["-o", "{tmp}/pyproject.json"], "pyproject.toml' exists and is not an mcpstart results file"),
@@ -163,3 +163,118 @@ def test_unexpected_error_on_one_server_keeps_the_others(tmp_path, monkeypatch):
                                        "TypeError: unexpected shape")
     assert rows["a-bad"]["handshake_ms"]["n"] == 2  # measured before the failure: kept
     assert rows["good"]["status"] == "ok"
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_step(tmp_path, monkeypatch):
+    from mcpstart.views.progress import Display
+
+    shown, real = [], Display.__call__
+
+    def record(self, step):
+        shown.append(self.mask(getattr(step, "text", step)))
+        return real(self, step)
+
+    monkeypatch.setattr(Display, "__call__", record)
+    repo(tmp_path, {"good": [], "needs-key": ["--need-env", "FOO_API_KEY"]})
+    result = run(tmp_path, "--env", "SOME_TOKEN=needs-key")  # a secret that shows up
+    assert result.exit_code == 1
+    assert "good: cold start run 2/2" in shown and "***: cold start warm-up 1/1" in shown
+    rows = json.loads((tmp_path / "out.json").read_text())["servers"]
+    outcomes = []
+    for row in rows:
+        reason = f": {row['reason']}".replace("\n", "\n  ") if row["reason"] else ""
+        outcomes += f"mcpstart: {row['name']}: {row['status']}{reason}".splitlines()
+        outcomes += [f"mcpstart: {row['name']} warning: {w['metric']}: {w['detail']}"
+                     for w in row["warnings"]]
+    lines = [f"mcpstart: {text}" for text in shown]
+    assert shown[-1].startswith("results written to ")
+    assert result.stderr.splitlines() == lines[:-1] + outcomes + lines[-1:]
+    assert "needs-key" not in result.stderr + result.stdout
+
+
+def test_quiet_leaves_stderr_to_errors(tmp_path):
+    repo(tmp_path, {"good": [], "needs-key": ["--need-env", "FOO_API_KEY"]})
+    result = run(tmp_path, "--quiet")
+    assert result.exit_code == 1  # a server failed: the table says why, stderr stays empty
+    assert result.stderr == "" and "| status " in result.stdout
+    bad = run(tmp_path, "--quiet", "--format", "nope")
+    assert bad.exit_code == 2 and "'nope' is not csv, json or one of" in bad.stderr
+    built = CliRunner().invoke(main, ["build", "-q", "--recipes", str(tmp_path / "build-recipes"),
+                                      "--cache-dir", str(tmp_path / "cache"), "good"])
+    assert built.exit_code == 0 and built.stderr == ""
+    assert built.stdout.startswith("good: cached (")
+
+
+def test_measure_exports_like_hyperfine_and_dash_replaces_the_table(tmp_path):
+    repo(tmp_path, {"good": []})
+    result = run(tmp_path, "--export-json", "-", "--export-csv", str(tmp_path / "h.csv"),
+                 "--export-markdown", str(tmp_path / "h.md"))
+    assert result.exit_code == 0, result.output
+    exported = json.loads(result.stdout)  # only the export: no table
+    times = json.loads((tmp_path / "out.json").read_text())["servers"][0]["handshake_ms"]
+    assert [r["command"] for r in exported["results"]] == ["good"]
+    assert exported["results"][0]["times"] == [t / 1000 for t in times["samples"]]
+    assert exported["results"][0]["median"] == times["median"] / 1000
+    csv_lines = (tmp_path / "h.csv").read_text().splitlines()
+    assert csv_lines[0] == "command,mean,stddev,median,user,system,min,max"
+    assert csv_lines[1].startswith(f"good,{times['mean'] / 1000},")
+    assert (tmp_path / "h.md").read_text().startswith("| Command | Mean [ms] |")
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "out.json"),
+                                       "--export-markdown", "-"])
+    assert report.exit_code == 0 and report.stdout == (tmp_path / "h.md").read_text()
+
+
+def test_measure_takes_reports_long_formats(tmp_path):
+    repo(tmp_path, {"good": []})
+    as_json = run(tmp_path, "--format", "json", "--runs", "1", "--warmup", "0")
+    assert as_json.exit_code == 0, as_json.output
+    records = json.loads(as_json.stdout)
+    median = next(r for r in records if r["metric"] == "handshake_ms.median")
+    row = json.loads((tmp_path / "out.json").read_text())["servers"][0]
+    assert median == {"server": "good", "file": median["file"], "metric": "handshake_ms.median",
+                      "value": row["handshake_ms"]["median"], "unit": "ms"}
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "out.json"), "--format", "json"])
+    assert json.loads(report.stdout) == records  # the same records from the results file
+    as_csv = run(tmp_path, "--format", "csv", "--runs", "1", "--warmup", "0")
+    assert as_csv.stdout.splitlines()[0] == "server,file,metric,value,unit"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--export-json", "-", "--export-csv", "-"], "--export-json and --export-csv both write "
+                                                  "to stdout"),
+    (["--export-csv", "/nonexistent-dir/x.csv"], "cannot write into folder '/nonexistent-dir'"),
+    (["--export-markdown", "{tmp}"], "is a directory"),
+])
+def test_bad_exports_are_refused_before_any_work(tmp_path, args, message):
+    repo(tmp_path, {"good": []})
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    for command in (["measure", "--cache-dir", str(tmp_path / "cache")], ["report"]):
+        result = CliRunner().invoke(main, [*command, *args])
+        assert result.exit_code == 2, result.output
+        assert message in result.output
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("command", [None, "build", "measure", "report", "compare", "plot",
+                                     "doctor"])
+def test_every_help_ends_with_an_example(command):
+    if command:
+        assert command in main.commands
+    result = CliRunner().invoke(main, [command, "--help"] if command else ["--help"])
+    assert result.exit_code == 0
+    tail = result.output[result.output.rindex("Example") if "Example" in result.output
+                         else result.output.rindex("Typical use"):]
+    assert "Options:" not in tail and "Commands:" not in tail
+    assert f"  mcpstart {command or ''}".rstrip() in tail
+    assert set(main.commands) == {"build", "measure", "report", "compare", "plot", "doctor"}
+
+
+def test_help_imports_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = ("import sys, mcpstart.cli; heavy = {'psutil', 'tabulate', 'matplotlib', 'json5'}; "
+            "print(sorted(heavy & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,287 @@
+"""``mcpstart doctor``: what this machine gives mcpstart, each piece probed for real, and what
+a missing piece means for the figures.
+
+What a default run (``mcpstart measure`` on the reference recipes) needs; missing, doctor
+exits 1:
+
+- pidfds watched with ``poll`` (Linux >= 5.3): every server process is tracked, waited for
+  and reaped through its pidfd (stdio/tree.py, stdio/transport.py); without them mcpstart
+  cannot follow a server's processes at all.
+- ``/proc/PID/status`` with VmRSS and VmHWM: every memory figure (RSS, peak).
+- at least one recipe whose toolchains are all found: a missing toolchain only skips that
+  server, but a run that can build no server measures nothing. With ``require_all`` (as
+  ``measure --require-all``, where a skipped server fails the run) every toolchain is needed.
+
+Missing, these only change figures (doctor says how, exit 0):
+
+- clear_refs (writing 5 to /proc/PID/clear_refs resets VmHWM): the exact peak RSS under the
+  large tool call; without it the peak is sampled (``peak_method`` "sampled"), a lower bound.
+- smaps_rollup: PSS and USS per process; without it psutil reads /proc/PID/smaps (slower),
+  and without either PSS and USS are n/a.
+- the child subreaper (``PR_SET_CHILD_SUBREAPER``): a process that double-forks out of the
+  server's process group is still found, counted and killed (``orphans``).
+- a 1-minute load average above the core count: cold starts queue for a CPU (the same rule
+  as measure's "load" warning, measure/stats.py ``series_warnings``).
+
+Each capability is probed on a real child process: one that touches 64 MiB, frees it and
+waits on stdin (VmHWM, clear_refs, smaps_rollup, its exit through a pidfd), and a shell that
+starts ``sleep`` in the background and exits (adoption by the subreaper).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+
+MIB = 1024 * 1024
+TOUCH_MIB = 64
+"""What the probe child allocates, touches and frees: its VmHWM stays this far above RSS."""
+WAIT_S = 10.0
+"""The longest wait for a probe child."""
+CHILD = (f"import sys\nb = b'x' * ({TOUCH_MIB} * 1024 * 1024)\ndel b\n"
+         "print('ready', flush=True)\nsys.stdin.read()\n")
+
+
+@dataclass
+class Check:
+    """One row of the doctor's table.
+
+    Attributes:
+        name: what was checked ("pidfd", "toolchain go", ...).
+        status: "ok", "missing" or "busy" (the load average).
+        found: what the probe saw (a version line, the values read, the error).
+        meaning: what it gives the figures when ok, what changes when not.
+        needed: a default run needs it: not ok means exit status 1.
+    """
+
+    name: str
+    status: str
+    found: str
+    meaning: str
+    needed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _status_value(pid: int, key: str) -> int | None:
+    """A ``kB`` line of /proc/PID/status in bytes (None when absent)."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def _mib(value: int) -> str:
+    return f"{value / MIB:.1f} MiB"
+
+
+def check_status(pid: int) -> Check:
+    """VmRSS and VmHWM of the probe child from /proc/PID/status."""
+    gives = "RSS and peak RSS (VmHWM) of every process of a server"
+    try:
+        rss, hwm = _status_value(pid, "VmRSS"), _status_value(pid, "VmHWM")
+    except (OSError, ValueError) as err:
+        return Check("/proc/PID/status", "missing", f"unreadable: {err}",
+                     "no memory figures at all", True)
+    if rss is None or hwm is None:
+        return Check("/proc/PID/status", "missing", "no VmRSS or VmHWM line",
+                     "no memory figures at all", True)
+    return Check("/proc/PID/status", "ok", f"VmRSS {_mib(rss)}, VmHWM {_mib(hwm)}", gives, True)
+
+
+def check_clear_refs(pid: int) -> Check:
+    """Write 5 to the probe child's clear_refs; it works when VmHWM drops by the freed
+    TOUCH_MIB to about the current RSS."""
+    without = ("peak RSS under the large call is sampled (peak_method \"sampled\"): a lower "
+               "bound that can miss a short spike")
+    try:
+        before = _status_value(pid, "VmHWM")
+        with open(f"/proc/{pid}/clear_refs", "w") as handle:
+            handle.write("5")
+        after = _status_value(pid, "VmHWM")
+    except (OSError, ValueError) as err:
+        return Check("clear_refs", "missing", f"cannot reset VmHWM: {err}", without)
+    if before is None or after is None or before - after < TOUCH_MIB // 2 * MIB:
+        return Check("clear_refs", "missing", f"written, but VmHWM did not drop "
+                     f"({before} -> {after} bytes)", without)
+    return Check("clear_refs", "ok", f"VmHWM reset: {_mib(before)} -> {_mib(after)}",
+                 "exact peak RSS under the large tool call (peak_method \"vmhwm\")")
+
+
+def check_smaps(pid: int) -> Check:
+    """Read Pss from the probe child's /proc/PID/smaps_rollup."""
+    gives = "PSS and USS per process (pages shared with other processes split fairly)"
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            pss = next(int(l.split()[1]) * 1024 for l in handle if l.startswith("Pss:"))
+    except (OSError, ValueError, StopIteration) as err:
+        if os.path.exists(f"/proc/{pid}/smaps"):
+            return Check("smaps_rollup (PSS)", "missing", "only /proc/PID/smaps",
+                         "PSS and USS are read from smaps instead: slower reads")
+        return Check("smaps_rollup (PSS)", "missing", f"neither smaps_rollup nor smaps: {err}",
+                     "no PSS or USS (n/a in tables): only RSS, which counts shared pages "
+                     "once per process")
+    return Check("smaps_rollup (PSS)", "ok", f"Pss {_mib(pss)}", gives)
+
+
+def check_pidfd(child: subprocess.Popen) -> Check:
+    """Open a pidfd on the probe child, see it quiet while the child runs, then end the child
+    (close its stdin) and see the pidfd become readable."""
+    without = "mcpstart cannot follow a server's processes: no run (needs Linux >= 5.3)"
+    try:
+        fd = os.pidfd_open(child.pid)
+    except (AttributeError, OSError) as err:
+        return Check("pidfd + poll", "missing", f"pidfd_open: {err}", without, True)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        early = poller.poll(0)
+        child.stdin.close()
+        ended = poller.poll(WAIT_S * 1000)
+    finally:
+        os.close(fd)
+    if early or not ended:
+        return Check("pidfd + poll", "missing", "the pidfd did not tell the child's exit",
+                     without, True)
+    return Check("pidfd + poll", "ok", "exit seen through the pidfd",
+                 "exits timed to one poll wake-up; every process waited for and reaped", True)
+
+
+def process_checks() -> list[Check]:
+    """The checks on one probe child (CHILD): status, clear_refs, smaps_rollup, pidfd."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        ready = select.select([child.stdout], [], [], WAIT_S)[0] and child.stdout.readline()
+        if ready != "ready\n":
+            return [Check("probe process", "missing", f"{sys.executable} -c ... did not start "
+                          f"(exit code {child.poll()})", "/proc and pidfds were not probed",
+                          True)]
+        return [check_status(child.pid), check_clear_refs(child.pid), check_smaps(child.pid),
+                check_pidfd(child)]
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        child.stdout.close()
+
+
+def check_subreaper() -> Check:
+    """Become a child subreaper (stdio.tree.become_subreaper, as measure does) and see a
+    background ``sleep`` of an exiting shell adopted by this process."""
+    from .stdio.tree import become_subreaper
+
+    without = ("a process that double-forks out of a server's process group escapes: its "
+               "memory is not counted, it is not reported in orphans and may outlive the run")
+    if not become_subreaper():
+        return Check("child subreaper", "missing", "prctl(PR_SET_CHILD_SUBREAPER) refused",
+                     without)
+    shell = subprocess.run(["/bin/sh", "-c", "sleep 30 </dev/null >/dev/null 2>&1 & echo $!"],
+                           capture_output=True, text=True, timeout=WAIT_S)
+    if not shell.stdout.strip().isdigit():
+        return Check("child subreaper", "missing", f"the probe shell failed: {shell.stderr}",
+                     without)
+    orphan = int(shell.stdout)
+    try:
+        adopted = os.waitpid(orphan, os.WNOHANG) == (0, 0)  # only a child can be waited for
+    except ChildProcessError:
+        adopted = False
+    os.kill(orphan, signal.SIGKILL)  # ours either way: the shell started it just now
+    if adopted:
+        os.waitpid(orphan, 0)
+        return Check("child subreaper", "ok", f"adopted the orphan {orphan}",
+                     "a process that double-forks out of the process group is still found, "
+                     "counted and killed (orphans)")
+    return Check("child subreaper", "missing", "the orphan was not adopted", without)
+
+
+def check_load() -> Check:
+    """The 1-minute load average against the logical cores."""
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    found = f"{load:.2f} (1 min) on {cores} cores"
+    if load > cores:
+        return Check("load average", "busy", found, "cold starts queue for a CPU: slower, "
+                     "noisier figures (measure adds a \"load\" warning)")
+    return Check("load average", "ok", found, "at most the core count: cold starts need not "
+                 "queue for a CPU")
+
+
+def toolchain_checks(recipes, require_all: bool = False) -> list[Check]:
+    """One row per toolchain of the recipes (its version line, or why it is unusable, from
+    targets.build.toolchain_versions), then one "servers" row: which recipes have every
+    toolchain, needed to have at least one."""
+    from .targets.build import toolchain_versions
+
+    users: dict[tuple, list] = {}  # (name, version argv) -> [recipe, ...]
+    for recipe in recipes:
+        for tool in recipe.toolchains:
+            users.setdefault((tool.name, tuple(tool.version_argv)), []).append(recipe)
+    checks, missing = [], set()
+    for (name, _), using in users.items():
+        tool = next(t for t in using[0].toolchains if t.name == name)
+        versions, problem = toolchain_versions(replace(using[0], toolchains=[tool]))
+        names = ", ".join(r.name for r in using)
+        if problem:
+            missing |= {r.name for r in using}
+            checks.append(Check(f"toolchain {name}", "missing", problem,
+                                f"{names} skipped" + (", which fails the run (--require-all)"
+                                                      if require_all else
+                                                      "; the other servers are measured"),
+                                require_all))
+        else:
+            checks.append(Check(f"toolchain {name}", "ok", versions[name], f"builds {names}",
+                                require_all))
+    ready = [r.name for r in recipes if r.name not in missing]
+    found = f"{len(ready)} of {len(recipes)} can be built" + (f": {', '.join(ready)}"
+                                                               if ready else "")
+    checks.append(Check("servers", "ok" if ready else "missing", found,
+                        "measured by a default run" if ready else
+                        "no server can be built: a default run measures nothing", True))
+    return checks
+
+
+def run_checks(recipes_option: str | None = None, require_all: bool = False) -> list[Check]:
+    """Every check, in table order: toolchains of the recipe folder (found as measure finds
+    it: ``--recipes``, ./build-recipes, the packaged copy), the process checks, the
+    subreaper, the load average. A recipe folder that cannot be read is a failed
+    "servers" row."""
+    from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
+
+    try:
+        folder, _which = find_recipe_folder(recipes_option)
+        checks = toolchain_checks(load_recipes(folder), require_all)
+    except RecipeError as err:
+        checks = [Check("servers", "missing", str(err), "a default run has no recipes", True)]
+    return [*checks, *process_checks(), check_subreaper(), check_load()]
+
+
+def verdict(checks: list[Check]) -> tuple[str, int]:
+    """The closing sentence and the exit status: 1 when a needed check is not ok."""
+    needed = [c.name for c in checks if c.needed and not c.ok]
+    other = [c.name for c in checks if not c.needed and not c.ok]
+    if needed:
+        return (f"not ready: {', '.join(needed)} missing, and a default run needs "
+                f"{'it' if len(needed) == 1 else 'them'}"
+                + (f"; also {', '.join(other)}" if other else "") + "."), 1
+    if other:
+        return (f"ready, with less: {', '.join(other)}; the table says what that changes "
+                "in the figures."), 0
+    return "ready: everything mcpstart uses is here.", 0
+
+
+def render(checks: list[Check], tablefmt: str = "github") -> str:
+    """The checks as a table (any tabulate format) and the verdict below it."""
+    from tabulate import tabulate
+
+    rows = [[c.name, c.status + (" (needed)" if c.needed and not c.ok else ""), c.found,
+             c.meaning] for c in checks]
+    table = tabulate(rows, headers=["check", "status", "found", "for the figures"],
+                     tablefmt=tablefmt, disable_numparse=True)
+    return f"{table}\n\n{verdict(checks)[0]}"
