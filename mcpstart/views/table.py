@@ -8,6 +8,8 @@ unexpected type, "?".
 
 from __future__ import annotations
 
+import os
+
 import math
 import re
 import shlex
@@ -433,6 +435,11 @@ def _warning_text(warning) -> str:
     return str(warning)
 
 
+def _program(argv) -> str:
+    """The program of a command line, by its base name."""
+    return os.path.basename(str(argv[0])) if isinstance(argv, list) and argv else "?"
+
+
 def _command_line(argv) -> str:
     return " ".join(map(str, argv)) if isinstance(argv, list) else str(argv)
 
@@ -458,7 +465,7 @@ def _server_notes(cols) -> list[str]:
         shared |= any(dig(s, f"memory.idle_{k}_bytes") is not None for k in ("pss", "uss"))
         sharing = dig(s, "memory.sharing")
         if isinstance(sharing, list) and sharing:
-            shown = ", ".join(f"pid {p.get('pid')} {_command_line(p.get('cmdline'))}"
+            shown = ", ".join(f"pid {p.get('pid')} {_program(p.get('cmdline'))}"
                               if isinstance(p, dict) else str(p) for p in sharing[:3])
             more = f" and {len(sharing) - 3} more" if len(sharing) > 3 else ""
             notes.append(f"- {header}: {len(sharing)} other process(es) share its executable, "
