@@ -683,5 +683,67 @@ def doctor(recipes_dir, require_all, tablefmt) -> None:
     sys.exit(verdict(checks)[1])
 
 
+@main.command(short_help="Which protocol revisions each server speaks (the revision matrix).",
+              epilog="\b\nExamples:\n"
+                     "  mcpstart revisions                      # the reference servers\n"
+                     "  mcpstart revisions --server mem='npx -y @modelcontextprotocol/"
+                     "server-memory'\n"
+                     "  mcpstart revisions --config .vscode/mcp.json -o matrix.json")
+@click.argument("names", nargs=-1)
+@click.option("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
+              help="Probe this command (split like a shell, run without one); repeatable.")
+@click.option("--config", "configs", multiple=True, type=click.Path(dir_okay=False),
+              help="Probe every stdio server of an editor's MCP config; repeatable.")
+@click.option("--client", type=click.Choice(CLIENT_CHOICES),
+              help="The config's client, when its file name and content do not tell.")
+@click.option("--cwd", type=click.Path(file_okay=False),
+              help="Working directory of the servers given by --server.")
+@click.option("--env", "env", multiple=True, callback=_env_pairs, metavar="KEY=VALUE",
+              help="Set a variable for every server (never shown or stored); repeatable.")
+@click.option("--probe-timeout", default=defaults.PROBE_TIMEOUT_S, show_default=True,
+              callback=_finite, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds each probe may take before it counts as no answer.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Also write a results file (JSON, with its TOML copy); none without -o.")
+@recipes_option
+@cache_option
+@format_option
+@quiet_option
+def revisions(names, server_specs, configs, client, cwd, env, probe_timeout, output,
+              recipes_dir, cache_dir, tablefmt, quiet) -> None:
+    """Probe each server NAMES (recipes, --server or --config entries; default: all of
+    them) with server/discover in the 2026-07-28 envelope and with initialize asking each
+    handshake-era revision and one unknown future revision, each probe in a fresh process,
+    and print the whole matrix: outcome (answered, error, exited, no_answer), what was
+    answered, the error's code, message and data verbatim, and the time to the outcome.
+    Builds what is stale first.
+
+    \b
+    Exit status: 0 every server was probed (whatever it answered); 1 a server could not
+    be spawned or built; 2 bad input.
+    """
+    from .measure.run import revisions_only
+    from .measure.settings import Settings
+    from .redact import secrets_of
+    from .results import Results
+    from .views.revisions import matrix_table
+
+    if output is not None:
+        output = _writable_output(click.get_current_context(), None, output)
+    settings = Settings(env=env, probe_timeout_s=probe_timeout)
+    with _display(quiet) as display:
+        plan = _plan((), server_specs, configs, client, None, cwd, names, False, recipes_dir)
+        secrets = secrets_of([*plan.secrets, *settings.env.values()])
+        display.mask = lambda text: redact(text, secrets)
+        servers, toolchains = _servers(plan, settings, False, cache_dir, False)
+        results = revisions_only(servers, settings, _redacted_argv(), toolchains, display)
+    results.secrets = secrets
+    click.echo(matrix_table(Results.from_dict(results.to_dict()), tablefmt))
+    if output is not None:
+        results.save(output)
+        _progress(f"results written to {output} and {output.with_suffix('.toml')}")
+    sys.exit(1 if any(s.status == "failed" for s in results.servers) else 0)
+
+
 if __name__ == "__main__":
     main()

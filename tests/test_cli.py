@@ -256,7 +256,7 @@ def test_bad_exports_are_refused_before_any_work(tmp_path, args, message):
 
 
 @pytest.mark.parametrize("command", [None, "build", "measure", "report", "compare", "plot",
-                                     "doctor"])
+                                     "doctor", "revisions"])
 def test_every_help_ends_with_an_example(command):
     if command:
         assert command in main.commands
@@ -266,7 +266,8 @@ def test_every_help_ends_with_an_example(command):
                          else result.output.rindex("Typical use"):]
     assert "Options:" not in tail and "Commands:" not in tail
     assert f"  mcpstart {command or ''}".rstrip() in tail
-    assert set(main.commands) == {"build", "measure", "report", "compare", "plot", "doctor"}
+    assert set(main.commands) == {"build", "measure", "report", "compare", "plot", "doctor",
+                                  "revisions"}
 
 
 def test_help_imports_nothing_heavy():
@@ -278,3 +279,22 @@ def test_help_imports_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(tmp_path):
+    modern = f"modern=python3 {FAKE} --discover 2026-07-28 --reject-initialize -32022"
+    result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--server", modern])
+    assert result.exit_code == 0, result.output
+    lines = [l for l in result.stdout.splitlines() if l.startswith("| modern")]
+    assert len(lines) == 6
+    assert "| initialize      | 2025-11-25  | error     |" in result.stdout
+    assert "-32022" in result.stdout and '{"supported": ["2026-07-28"]' in result.stdout
+    assert "- modern: era modern; supported revisions 2026-07-28" in result.stdout
+    assert not list(tmp_path.iterdir())  # no results file without -o
+    out = tmp_path / "m.json"
+    missing = CliRunner().invoke(main, ["revisions", "--server", "gone=/nonexistent/server",
+                                        "--server", modern, "-o", str(out)])
+    assert missing.exit_code == 1
+    rows = {s["name"]: s for s in json.loads(out.read_text())["servers"]}
+    assert rows["gone"]["status"] == "failed" and "cannot start" in rows["gone"]["reason"]
+    assert rows["modern"]["protocol"]["era"] == "modern"
