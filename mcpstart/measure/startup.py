@@ -8,8 +8,10 @@ and per server whether it fits each client's startup limit.
 
 from __future__ import annotations
 
+import time
+
 from .. import Step
-from ..stdio.session import Response, Session, SessionError, wait_all
+from ..stdio.session import Session, SessionError, wait_any
 from ..stdio.transport import prepare
 from .probes import initialize_request, settle_pause
 from .stats import summarize
@@ -31,14 +33,16 @@ core/context/mcp/MCPConnection.ts DEFAULT_MCP_TIMEOUT 20 s; Gemini CLI
 packages/core/src/tools/mcp-client.ts MCP_DEFAULT_TIMEOUT_MSEC 600 s)."""
 
 
-def _ms(session: Session, at_ns: int | None, start_ns: int) -> float | None:
+def _ms(at_ns: int | None, start_ns: int) -> float | None:
     return None if at_ns is None else (at_ns - start_ns) / 1e6
 
 
 def one_start(servers, settings) -> dict:
     """Spawn every server of ``servers`` ([(name, Command)]) in one go and follow each to
-    ready. Returns ``{name: {first_byte, initialize, tools_list}}`` in ms from just before
-    the first spawn (None for a phase not reached)."""
+    ready on its own, as an editor does: ``notifications/initialized`` and ``tools/list``
+    (every page) as soon as that server's initialize is answered. Returns ``{name:
+    {first_byte, initialize, tools_list}}`` in ms from just before the first spawn (None
+    for a phase not reached within ``settings.timeout_s`` of its request)."""
     prepared = [(name, command, prepare(command)) for name, command in servers]
     settle_pause(settings.pause_ms)
     sessions: dict[Session, str] = {}
@@ -49,27 +53,28 @@ def one_start(servers, settings) -> dict:
         start = min(s.t0_ns for s in sessions)
         times = {name: {"first_byte": None, "initialize": None, "tools_list": None}
                  for name in sessions.values()}
-        answers = wait_all({s: 1 for s in sessions}, settings.timeout_s)
-        listing: dict[Session, int] = {}
-        for session, answer in answers.items():
-            if isinstance(answer, Response):
-                times[sessions[session]]["initialize"] = _ms(session, answer.at_ns, start)
-                session.notify("notifications/initialized")
-                listing[session] = session.send_request("tools/list", {})
-        while listing:  # every page, for every server, all served together
-            answers = wait_all(listing, settings.timeout_s)
-            listing = {}
-            for session, answer in answers.items():
+        waits = {s: (1, time.monotonic() + settings.timeout_s) for s in sessions}
+        while waits:
+            for session, answer in wait_any(waits).items():
+                del waits[session]
+                phases = times[sessions[session]]
                 if isinstance(answer, SessionError):
                     continue
-                result = answer.message.get("result")
-                cursor = result.get("nextCursor") if isinstance(result, dict) else None
-                if isinstance(cursor, str) and cursor:
-                    listing[session] = session.send_request("tools/list", {"cursor": cursor})
+                if phases["initialize"] is None:
+                    phases["initialize"] = _ms(answer.at_ns, start)
+                    session.notify("notifications/initialized")
+                    cursor = None
                 else:
-                    times[sessions[session]]["tools_list"] = _ms(session, answer.at_ns, start)
+                    result = answer.message.get("result")
+                    cursor = result.get("nextCursor") if isinstance(result, dict) else None
+                    if not (isinstance(cursor, str) and cursor):
+                        phases["tools_list"] = _ms(answer.at_ns, start)
+                        continue
+                request = session.send_request("tools/list",
+                                               {"cursor": cursor} if cursor else {})
+                waits[session] = (request, time.monotonic() + settings.timeout_s)
         for session, name in sessions.items():
-            times[name]["first_byte"] = _ms(session, session.transport.first_byte_ns, start)
+            times[name]["first_byte"] = _ms(session.transport.first_byte_ns, start)
         return times
     finally:
         for session in sessions:
@@ -116,18 +121,17 @@ def measure_startup(servers, settings, limits: list[float], own_limits: dict[str
         ready = [_ready(p) for p in run.values()]
         return None if None in ready else max(ready)
 
+    def fits(name: str, limit: float) -> bool | None:
+        slowest = [_ready(run[name]) for run in runs] + list(single_starts.get(name, []))
+        return None if None in slowest or not slowest else max(slowest) <= limit * 1000
+
     names = [name for name, _ in servers]
-    table = []
-    for limit in limits + sorted(set(own_limits.values()) - set(limits)):
-        fits = {}
-        for name in names:
-            if own_limits.get(name, limit) != limit:
-                continue
-            slowest = [_ready(run[name]) for run in runs] + list(single_starts.get(name, []))
-            fits[name] = None if None in slowest or not slowest else max(slowest) <= limit * 1000
-        label = ("set in the config" if limit in own_limits.values() and limit not in limits
-                 else CLIENTS_BY_LIMIT.get(limit, "--budget"))
-        table.append({"client": label, "limit_s": limit, "fits": fits})
+    table = [{"client": CLIENTS_BY_LIMIT.get(limit, "--budget"), "limit_s": limit,
+              "fits": {n: fits(n, limit) for n in names if n not in own_limits}}
+             for limit in limits]
+    table += [{"client": "set in the config", "limit_s": limit,
+               "fits": {n: fits(n, limit) for n in names if own_limits.get(n) == limit}}
+              for limit in sorted(set(own_limits.values()))]
     rss = [v[0] for v in idle.values()]
     pss = [v[1] for v in idle.values()]
     return {

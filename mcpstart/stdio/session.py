@@ -442,17 +442,14 @@ class Session:
                 "exit_code": processes.exited.get(self.transport.pid, {}).get("exit_code")}
 
 
-def wait_all(waits: dict[Session, int], timeout_s: float) -> dict[Session, Response | SessionError]:
-    """Serve several sessions' pipes together until each awaited answer (session -> request
-    id) arrives, so none of them blocks while another is waited for (an editor starting its
-    servers at once). Returns each session's answer, or the SessionError that ended its wait
-    (no diagnosis of timeouts: NoAnswer says only that the time ran out)."""
-    outcomes: dict[Session, Response | SessionError] = {}
-    deadline = time.monotonic() + timeout_s
+def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response | SessionError]:
+    """Serve several sessions' pipes together (an editor starting its servers at once) until
+    at least one awaited answer (session -> (request id, ``time.monotonic()`` deadline))
+    is settled. Returns each settled session's answer, or the SessionError that ended its
+    wait (no diagnosis of timeouts: NoAnswer says only that the time ran out)."""
     while True:
-        for session, request_id in waits.items():
-            if session in outcomes:
-                continue
+        outcomes: dict[Session, Response | SessionError] = {}
+        for session, (request_id, deadline) in waits.items():
             what = session._pending[request_id][0]
             try:
                 found = session._serve(request_id, float("-inf"))
@@ -460,17 +457,14 @@ def wait_all(waits: dict[Session, int], timeout_s: float) -> dict[Session, Respo
                 found = SessionError(session._with_stderr(str(err)))
             if found == "eof":
                 found = Exited(session._diagnose_eof(what))
+            elif found == "timeout" and time.monotonic() >= deadline:
+                found = NoAnswer(f"no answer to {what} in time")
             if found != "timeout":
                 outcomes[session] = found
-        pending = [s for s in waits if s not in outcomes]
-        remaining = deadline - time.monotonic()
-        if not pending:
+        if outcomes:
             return outcomes
-        if remaining <= 0:
-            for session in pending:
-                outcomes[session] = NoAnswer(
-                    f"no answer to {session._pending[waits[session]][0]} within {timeout_s:g} s")
-            return outcomes
+        remaining = min(deadline for _, deadline in waits.values()) - time.monotonic()
+        pending = list(waits)
         for transport, lines in poll_many([s.transport for s in pending], remaining).items():
             next(s for s in pending if s.transport is transport)._backlog.extend(lines)
 

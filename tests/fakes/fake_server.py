@@ -66,6 +66,8 @@ parser.add_argument("--exit-on-discover", action="store_true",
 parser.add_argument("--silent-discover", action="store_true", help="never answer server/discover")
 parser.add_argument("--reject-initialize", type=int, default=None, metavar="CODE",
                     help="reject initialize with this code and data.supported (modern only)")
+parser.add_argument("--print-env", action="store_true",
+                    help="write the environment to stderr and exit 1 at once")
 parser.add_argument("--era-pinned", action="store_true",
                     help="the first message pins the era: initialize first -> legacy only")
 args = parser.parse_args()
@@ -285,6 +287,9 @@ def handle(message: dict) -> None:
 
 
 def main() -> None:
+    if args.print_env:
+        sys.stderr.write("".join(f"{k}={v}\n" for k, v in os.environ.items()))
+        sys.exit(1)
     if args.need_env and args.need_env not in os.environ:
         time.sleep(0.05)
         sys.stderr.write(f"Error: {args.need_env} not set\n")

@@ -1,0 +1,133 @@
+"""Servers named on the command line and in editor configs, measured through the CLI: every
+client's config, the startup budget, and secrets that must never leave."""
+
+import json
+import sys
+import tomllib
+
+import pytest
+from click.testing import CliRunner
+
+from mcpstart.cli import main
+
+from conftest import FAKE
+
+PY = sys.executable
+QUICK = ["--runs", "1", "--warmup", "0", "--round-trips", "2", "--timeout", "10",
+         "--payload-bytes", "100000", "--probe-timeout", "2"]
+
+
+def measure(tmp_path, *args):
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(main, ["measure", *QUICK, "-o", str(out), *args])
+    return result, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def entry(name: str, *switches: str) -> dict:
+    return {"command": PY, "args": [str(FAKE), *switches]}
+
+
+def write_json(path, data) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("// written by the test\n" + json.dumps(data, indent=1))
+    return str(path)
+
+
+def client_configs(tmp_path) -> dict[str, tuple[str, set[str], set[str]]]:
+    """client -> (config path, names to measure, names to skip), each with a remote entry,
+    an unresolvable placeholder and a disabled entry where the client has them."""
+    remote = {"url": "https://example.com/mcp"}
+    configs = {}
+    for client, path in (("claude-desktop", "claude_desktop_config.json"),
+                         ("claude-code", "cc/.mcp.json"), ("cursor", "cu/.cursor/mcp.json")):
+        servers = {f"{client}-a": entry("a"), f"{client}-remote": remote}
+        skip = {f"{client}-remote"}
+        if client != "claude-desktop":
+            servers[f"{client}-needs"] = {"command": PY, "args": ["${NO_SUCH_VAR_MCPSTART}"]}
+            skip.add(f"{client}-needs")
+        configs[client] = (write_json(tmp_path / path, {"mcpServers": servers}),
+                           {f"{client}-a"}, skip)
+    configs["vscode"] = (write_json(tmp_path / "vs/.vscode/mcp.json", {
+        "inputs": [{"type": "promptString", "id": "tok", "description": "a token"}],
+        "servers": {"vscode-a": {"type": "stdio", **entry("a")},
+                    "vscode-remote": {"type": "http", "url": "https://example.com/mcp"},
+                    "vscode-input": {**entry("a"), "env": {"TOKEN": "${input:tok}"}}}}),
+        {"vscode-a"}, {"vscode-remote", "vscode-input"})
+    configs["windsurf"] = (write_json(tmp_path / "ws/.codeium/windsurf/mcp_config.json", {
+        "mcpServers": {"windsurf-a": entry("a"), "windsurf-off": {**entry("a"), "disabled": True},
+                       "windsurf-remote": {"serverUrl": "https://example.com/mcp"}}}),
+        {"windsurf-a"}, {"windsurf-off", "windsurf-remote"})
+    configs["zed"] = (write_json(tmp_path / "zed/settings.json", {"context_servers": {
+        "zed-new": {"command": PY, "args": [str(FAKE)]},
+        "zed-old": {"command": {"path": PY, "args": [str(FAKE)], "env": {}}},
+        "zed-ext": {"source": "extension", "settings": {}},
+        "zed-off": {"command": PY, "args": [str(FAKE)], "enabled": False}}}),
+        {"zed-new", "zed-old"}, {"zed-ext", "zed-off"})
+    codex = tmp_path / "codex" / "config.toml"
+    codex.parent.mkdir()
+    codex.write_text(f'[mcp_servers.codex-a]\ncommand = "{PY}"\nargs = ["{FAKE}"]\n'
+                     'startup_timeout_sec = 7\n'
+                     '[mcp_servers.codex-remote]\nurl = "https://example.com/mcp"\n'
+                     f'[mcp_servers.codex-off]\ncommand = "{PY}"\nenabled = false\n')
+    configs["codex"] = (str(codex), {"codex-a"}, {"codex-remote", "codex-off"})
+    return configs
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "cursor", "vscode",
+                                    "windsurf", "zed", "codex"])
+def test_each_client_config_measures_its_stdio_servers_and_skips_the_rest(tmp_path, client):
+    path, measured, skipped = client_configs(tmp_path)[client]
+    result, data = measure(tmp_path, "--config", path, "--budget", "10")
+    rows = {s["name"]: s for s in data["servers"]}
+    assert set(rows) == measured | skipped, result.output
+    for name in measured:
+        assert rows[name]["status"] == "ok", rows[name]["reason"]
+        assert rows[name]["handshake_ms"]["n"] == 1 and rows[name]["payload"]["verified"]
+        assert rows[name]["not_measured"]["footprint"].startswith("no recipe")
+    for name in skipped:
+        assert rows[name]["status"] == "skipped" and rows[name]["reason"], rows[name]
+    assert result.exit_code == 0, result.output
+
+
+def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(f'[mcp_servers.quick]\ncommand = "{PY}"\nargs = ["{FAKE}"]\n'
+                      f'[mcp_servers.slow]\ncommand = "{PY}"\n'
+                      f'args = ["{FAKE}", "--slow-start", "2"]\nstartup_timeout_sec = 1.5\n')
+    result, data = measure(tmp_path, "--config", str(config), "--runs", "2")
+    assert result.exit_code == 0, result.output
+    startup = data["startup"]
+    assert startup["concurrent_ms"]["n"] == 2 and len(startup["runs"]) == 2
+    for run in startup["runs"]:
+        assert set(run) == {"quick", "slow"}
+        assert run["quick"]["initialize"] < 1500 <= run["slow"]["initialize"]
+        assert run["slow"]["initialize"] < run["slow"]["tools_list"]
+    # the last server ready is the slow one: the all-at-once time is its time
+    assert startup["concurrent_ms"]["samples"] == [r["slow"]["tools_list"] for r in startup["runs"]]
+    medians = [s["phases_ms"]["tools_list"]["median"] for s in data["servers"]]
+    assert startup["sequential_sum_ms"] == pytest.approx(sum(medians))
+    limits = {row["limit_s"]: row for row in startup["limits"]}
+    assert set(limits) == {10.0, 30.0, 60.0, 1.5}
+    assert limits[10.0]["fits"] == {"quick": True} and limits[60.0]["fits"] == {"quick": True}
+    assert limits[1.5] == {"client": "set in the config", "limit_s": 1.5, "fits": {"slow": False}}
+    assert "Startup budget" in result.stdout
+
+
+def test_secrets_never_leave(tmp_path):
+    config = write_json(tmp_path / ".mcp.json", {"mcpServers": {
+        "leaky": {"command": PY, "args": [str(FAKE), "--print-env", "--revision", "${MY_TOKEN}"],
+                  "env": {"API_KEY": "config-secret-9137"}}}})
+    out = tmp_path / "out.json"
+    result = CliRunner(env={"MY_TOKEN": "from-the-env-5521"}).invoke(main, [
+        "measure", *QUICK, "-o", str(out), "--config", config,
+        "--env", "EXTRA=cli-secret-4410"])
+    assert result.exit_code == 1
+    text = result.stdout + result.stderr + out.read_text() + out.with_suffix(".toml").read_text()
+    row = json.loads(out.read_text())["servers"][0]
+    assert "exited with code 1" in row["reason"]
+    assert "API_KEY=***" in row["reason"]  # the stderr tail, masked; the key is kept
+    for secret in ("config-secret-9137", "from-the-env-5521", "cli-secret-4410"):
+        assert secret not in text
+    assert row["command"]["env_keys"] == ["API_KEY", "EXTRA"]
+    assert row["command"]["argv"][-2:] == ["--revision", "***"]
+    assert tomllib.loads(out.with_suffix(".toml").read_text())["servers"][0]["name"] == "leaky"
