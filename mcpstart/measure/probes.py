@@ -8,10 +8,12 @@ reaped, the spawn prepared, a fixed idle pause, then the clock.
 
 from __future__ import annotations
 
+import gc
 import json
 import string
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import __version__
@@ -242,10 +244,22 @@ class Skips:
         return method in self.causes
 
 
-def settle_pause(pause_ms: float) -> None:
-    """The fixed idle pause before a timed spawn: nothing of mcpstart runs meanwhile."""
-    if pause_ms > 0:
-        time.sleep(pause_ms / 1000)
+@contextmanager
+def timed_window(pause_ms: float) -> Iterator[None]:
+    """The state every timed spawn starts from (design.md): garbage collected now, the
+    collector paused until the block ends (a collection would otherwise land inside a
+    timed wait at random), then the fixed idle pause, during which nothing of mcpstart
+    runs; the block spawns and waits."""
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        if pause_ms > 0:
+            time.sleep(pause_ms / 1000)
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _ms(session: Session, at_ns: int | None) -> float | None:
@@ -272,37 +286,43 @@ def cold_start(command: Command, revision: str, timeout_s: float, pause_ms: floa
     """
     prepared = prepare(command)
     before_spawn()
-    settle_pause(pause_ms)
-    session = Session.start(command, initialize_request(revision), prepared)
     sample = {"handshake": None, "first_byte": None, "tools_list": None, "first_call": None,
               "tools": None}
-    try:
-        response = session.wait(1, timeout_s)
-        init = initialize_result(response)
-        sample["handshake"] = _ms(session, response.at_ns)
-        sample.update(negotiated_revision=init["protocolVersion"],
-                      server_info=init.get("serverInfo"), capabilities=init.get("capabilities"))
-        session.notify("notifications/initialized")
-        if "tools/list" not in skips:
-            try:
-                listing = list_tools(session, timeout_s)
-                sample["tools_list"], sample["tools"] = _ms(session, listing.at_ns), listing
-            except SessionError as err:
-                skips.note("tools/list", str(err))
-        listing = sample["tools"]
-        if call and listing and listing.find(call.name) and f"tools/call {call.name}" not in skips:
-            try:
-                outcome = call_tool(session, call, payload_text(SMALL_PAYLOAD_BYTES), timeout_s)
-                if outcome.is_error:
-                    raise tool_error(call, outcome)
-                sample["first_call"] = _ms(session, outcome.response.at_ns)
-            except SessionError as err:
-                skips.note(f"tools/call {call.name}", str(err))
-    finally:
-        sample["first_byte"] = _ms(session, session.transport.first_byte_ns)
-        sample["shutdown"] = session.shutdown()
-        sample["traffic"] = session.traffic
+    with timed_window(pause_ms):
+        session = Session.start(command, initialize_request(revision), prepared, timeout_s)
+        try:
+            _phases(session, sample, timeout_s, call, skips)
+        finally:
+            sample["first_byte"] = _ms(session, session.transport.first_byte_ns)
+            sample["shutdown"] = session.shutdown()
+            sample["traffic"] = session.traffic
     return sample
+
+
+def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | None,
+            skips: Skips) -> None:
+    """The timed part of a cold start, written into ``sample`` as each phase ends."""
+    response = session.wait(1, timeout_s)
+    init = initialize_result(response)
+    sample["handshake"] = _ms(session, response.at_ns)
+    sample.update(negotiated_revision=init["protocolVersion"],
+                  server_info=init.get("serverInfo"), capabilities=init.get("capabilities"))
+    session.notify("notifications/initialized")
+    if "tools/list" not in skips:
+        try:
+            listing = list_tools(session, timeout_s)
+            sample["tools_list"], sample["tools"] = _ms(session, listing.at_ns), listing
+        except SessionError as err:
+            skips.note("tools/list", str(err))
+    listing = sample["tools"]
+    if call and listing and listing.find(call.name) and f"tools/call {call.name}" not in skips:
+        try:
+            outcome = call_tool(session, call, payload_text(SMALL_PAYLOAD_BYTES), timeout_s)
+            if outcome.is_error:
+                raise tool_error(call, outcome)
+            sample["first_call"] = _ms(session, outcome.response.at_ns)
+        except SessionError as err:
+            skips.note(f"tools/call {call.name}", str(err))
 
 
 def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic,

@@ -18,7 +18,7 @@ from ..results import Results, ServerResult
 from ..stdio.session import Command, SessionError, Traffic
 from . import machine, revisions
 from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start, modern_request,
-                     payload_text, result_of, settle_pause, tool_session)
+                     payload_text, result_of, timed_window, tool_session)
 from .settings import Settings
 from .stats import series_warnings, summarize
 
@@ -266,19 +266,19 @@ def _modern_once(server: Server, settings: Settings, request: dict, call: ToolCa
 
     prepared = prepare(server.command)
     server.before_spawn()
-    settle_pause(settings.pause_ms)
-    session = Session.start(server.command, request, prepared)
-    try:
-        response = session.wait(1, settings.timeout_s)
-        what = request["method"] if request["method"] != "tools/call" else f"tools/call {call.name}"
-        result = result_of(response, what)
-        if request["method"] == "tools/call" and result.get("isError") is True:
-            raise ProbeError(f"{what}: the tool reported an error")
-        return (response.at_ns - session.t0_ns) / 1e6
-    finally:
-        shutdown = session.shutdown()
-        server.row.orphans += shutdown["orphans"]
-        server.traffic.merge(session.traffic)
+    with timed_window(settings.pause_ms):
+        session = Session.start(server.command, request, prepared, settings.timeout_s)
+        try:
+            response = session.wait(1, settings.timeout_s)
+        finally:
+            shutdown = session.shutdown()
+            server.row.orphans += shutdown["orphans"]
+            server.traffic.merge(session.traffic)
+    what = request["method"] if request["method"] != "tools/call" else f"tools/call {call.name}"
+    result = result_of(response, what)
+    if request["method"] == "tools/call" and result.get("isError") is True:
+        raise ProbeError(f"{what}: the tool reported an error")
+    return (response.at_ns - session.t0_ns) / 1e6
 
 
 def _stats(pairs: list[tuple[float | None, bool]]) -> dict:

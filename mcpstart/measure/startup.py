@@ -13,7 +13,7 @@ import time
 from .. import Step
 from ..stdio.session import Session, SessionError, wait_any
 from ..stdio.transport import prepare
-from .probes import initialize_request, settle_pause
+from .probes import initialize_request, timed_window
 from .stats import summarize
 
 LIMITS_S = (10.0, 30.0, 60.0)
@@ -44,8 +44,12 @@ def one_start(servers, settings) -> dict:
     {first_byte, initialize, tools_list}}`` in ms from just before the first spawn (None
     for a phase not reached within ``settings.timeout_s`` of its request)."""
     prepared = [(name, command, prepare(command)) for name, command in servers]
-    settle_pause(settings.pause_ms)
     sessions: dict[Session, str] = {}
+    with timed_window(settings.pause_ms):
+        return _follow(prepared, sessions, settings)
+
+
+def _follow(prepared, sessions: dict, settings) -> dict:
     try:
         for name, command, ready in prepared:
             sessions[Session.start(command, initialize_request(settings.requested_revision),

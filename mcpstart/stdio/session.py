@@ -137,11 +137,12 @@ class Session:
     # ----- start -----------------------------------------------------------------------
     @classmethod
     def start(cls, command: Command, first_request: dict | None = None,
-              prepared: Prepared | None = None) -> "Session":
+              prepared: Prepared | None = None, wait_s: float = 0.0) -> "Session":
         """Spawn ``command`` (no shell, a new session and process group, three pipes) and
         write ``first_request`` right after the spawn. The clock (``transport.t0_ns``) starts
         just before the spawn; ``prepared`` (from ``prepare(command)``) lets the caller do the
-        preparation earlier, outside a pause.
+        preparation earlier, outside a pause; ``wait_s`` (a timed spawn) makes the spawn block
+        right away until the server writes something (Transport.start), at most that long.
 
         Args:
             first_request: a JSON-RPC request (its id must be 1; later requests number on).
@@ -151,17 +152,16 @@ class Session:
                 working directory).
         """
         try:
-            prepared = prepared or prepare(command)
+            session = cls(command, Transport(prepared or prepare(command)))
+            first = jsonrpc.encode(first_request) if first_request else None
+            if first_request:
+                session._pending[first_request["id"]] = (_what(first_request), 0)  # 0: t0
+                session._next_id = first_request["id"] + 1
             with interrupts.shielded():  # an exit signal cannot separate spawn from _LIVE
-                transport = Transport.start(
-                    prepared, jsonrpc.encode(first_request) if first_request else None)
-                session = cls(command, transport)
+                session.transport.start(first, wait_s)
                 _LIVE.add(session)
         except SpawnError as err:
             raise SessionError(err.strerror) from err
-        if first_request:
-            session._pending[first_request["id"]] = (_what(first_request), transport.t0_ns)
-            session._next_id = first_request["id"] + 1
         return session
 
     @property
@@ -333,7 +333,7 @@ class Session:
         for note in parsed.answer.irregular:
             self.traffic.irregular[note] += 1
         _, sent = self._pending.pop(request_id)
-        return Response(parsed.answer.message, line.at_ns, len(line.data), sent)
+        return Response(parsed.answer.message, line.at_ns, len(line.data), sent or self.t0_ns)
 
     def _answer_server_request(self, message: dict) -> None:
         method = str(message["method"])
