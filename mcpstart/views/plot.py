@@ -123,9 +123,15 @@ def _cold_start(ax, doc: dict) -> None:
     if floor is not None:
         ax.axhline(floor, color="gray", linestyle="--", linewidth=1,
                    label=f"floor ({FLOOR}): {fmt_ms(floor)} ms")
-    ax.set_title("Cold start: spawn to initialize response")
+    _per_server_axes(ax, "Cold start: spawn to initialize response",
+                     "milliseconds" + (" (log scale)" if log else ""))
+
+
+def _per_server_axes(ax, title: str, ylabel: str) -> None:
+    """Title, axis labels with units, room above the bars, legend: one bar group per server."""
+    ax.set_title(title)
     ax.set_xlabel("server")
-    ax.set_ylabel("milliseconds" + (" (log scale)" if log else ""))
+    ax.set_ylabel(ylabel)
     ax.margins(y=0.3)
     ax.legend(fontsize=8, loc="upper left")
 
@@ -155,11 +161,7 @@ def _memory(ax, doc: dict) -> None:
             ax.annotate(f"{peak:.1f}", (i + width / 2, peak), textcoords="offset points",
                         xytext=(0, 2), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(data)), [d[0] for d in data])
-    ax.set_title("Memory of the process tree (idle stacked per process)")
-    ax.set_xlabel("server")
-    ax.set_ylabel("MiB")
-    ax.margins(y=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    _per_server_axes(ax, "Memory of the process tree (idle stacked per process)", "MiB")
 
 
 def _footprint(ax, doc: dict) -> None:
@@ -173,11 +175,7 @@ def _footprint(ax, doc: dict) -> None:
         ax.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize=8, padding=2)
     log = _log_if_wide(ax, [v for d in data for v in d[1:]])
     ax.set_xticks(range(len(data)), [d[0] for d in data])
-    ax.set_title("Footprint")
-    ax.set_xlabel("server")
-    ax.set_ylabel("MiB" + (" (log scale)" if log else ""))
-    ax.margins(y=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    _per_server_axes(ax, "Footprint", "MiB" + (" (log scale)" if log else ""))
 
 
 def _timeline(ax, doc: dict) -> None:
