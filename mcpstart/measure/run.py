@@ -99,7 +99,7 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     on_update(results)
     _cold_starts(live, settings, order, results, progress, on_update)
     for index, server in enumerate(live, 1):
-        if server.measurable or not _could_not_start(server):
+        if not _could_not_start(server):
             step = lambda text, n=server.row.name: progress(
                 Step(f"[{index}/{len(live)}] {n}: {text}", "session", n))
             _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
@@ -219,12 +219,10 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
         except SessionError as err:
             server.row.fail(f"cold start {label}: {err}")
             server.stopped = True
-        _summarize(server, settings)
-        last_of_round = position + 1 == len(sequence) or sequence[position + 1][0] != round_
-        if order == "sequential" and (position + 1 == len(sequence)
-                                      or sequence[position + 1][1] != name):
-            on_update(results)
-        elif order == "interleave" and last_of_round:
+        _summarize(server)
+        group = 0 if order == "interleave" else 1  # a round, or one server's series
+        if position + 1 == len(sequence) or \
+                sequence[position + 1][group] != sequence[position][group]:
             on_update(results)
 
 
@@ -286,7 +284,7 @@ def _stats(pairs: list[tuple[float | None, bool]]) -> dict:
                      [v for v, w in pairs if v is not None and w])
 
 
-def _summarize(server: Server, settings: Settings) -> None:
+def _summarize(server: Server) -> None:
     """Turn the runs so far into the row's stats blocks (rewritten after every run)."""
     row, runs = server.row, server.runs
     if not runs:
@@ -316,7 +314,7 @@ def _finish(server: Server, results: Results) -> None:
     if negotiated and negotiated != settings["requested_revision"]:
         row.warn("protocol", f"requested protocol revision {settings['requested_revision']!r}, "
                              f"server negotiated {negotiated!r}", "protocol.negotiated_revision")
-    for method, cause in server.skips.causes.items():
+    for cause in server.skips.causes.values():
         row.fail(cause)
     row.warnings += server.traffic.warnings()
     if row.orphans:
