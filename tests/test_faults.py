@@ -381,3 +381,16 @@ def test_unanswered_method_is_named_and_not_asked_again(fake):
     assert first["tools_list"] is None and second["tools_list"] is None
     assert skips.causes["tools/list"].startswith("no answer to tools/list within 1 s")
     assert time.monotonic() - start < 1 + 2 + 3  # one timeout and its diagnosis, not two
+
+
+def test_a_timed_spawn_waits_the_timeout_once_in_all(fake):
+    """A timed spawn blocks in Transport.start until the server writes; the wait that
+    follows counts from the spawn, so a silent server costs the timeout once, not twice."""
+    start = time.monotonic()
+    session = Session.start(fake("--slow-start", "30"), initialize_request(REV), wait_s=2)
+    try:
+        with pytest.raises(NoAnswer, match="no answer to initialize within 2 s"):
+            session.wait(1, 2, diagnose=False)
+        assert 2 <= time.monotonic() - start < 3.5
+    finally:
+        session.shutdown(grace_s=0.2)

@@ -132,7 +132,6 @@ class Session:
         self._joined: list[bytes] | None = None
         self._pending: dict[int, tuple[str, int]] = {}
         self._next_id = 1
-        self._finished = False
 
     # ----- start -----------------------------------------------------------------------
     @classmethod
@@ -202,7 +201,8 @@ class Session:
         return self.wait(self.send_request(method, params), timeout_s)
 
     def wait(self, request_id: int, timeout_s: float, diagnose: bool = True) -> Response:
-        """Serve the pipes until the answer to ``request_id`` arrives.
+        """Serve the pipes until the answer to ``request_id`` arrives, at most ``timeout_s``
+        after the request was sent (the first request: after the spawn).
 
         Everything else is handled on the way (jsonrpc.py): noise counted, notifications
         recorded, server requests answered (``ping`` with ``{}``, ``roots/list`` with no
@@ -221,9 +221,10 @@ class Session:
             SessionError: it spoke LSP-style framing (FramingError) or answered in a form no
                 client can use. Every message names the request and says what happened.
         """
-        what, _ = self._pending[request_id]
+        what, sent = self._pending[request_id]
+        since_sent_s = (time.perf_counter_ns() - (sent or self.t0_ns)) / 1e9  # the first: t0
         try:
-            outcome = self._serve(request_id, time.monotonic() + timeout_s)
+            outcome = self._serve(request_id, time.monotonic() + timeout_s - since_sent_s)
         except (jsonrpc.MalformedAnswer, LineTooLong) as err:
             raise SessionError(self._with_stderr(f"{what}: {err}"
                                                  if isinstance(err, LineTooLong) else str(err)))
@@ -436,7 +437,6 @@ class Session:
             exited = list(processes.exited.values())
             processes.close()
             self.transport.close()
-            self._finished = True
             _LIVE.discard(self)
         return {"how": how, "ms": _ms(end - start), "orphans": orphans, "exited": exited,
                 "exit_code": processes.exited.get(self.transport.pid, {}).get("exit_code")}
