@@ -409,11 +409,12 @@ class Session:
             "orphans": [{"pid", "cmdline"}], "exited": [...]}``: ``how`` is the step after
             which no process was left; ``ms`` runs from closing stdin to the moment the last
             process exited, as a pidfd reported it (resolution: one poll wake-up, well
-            under 0.1 ms); ``orphans`` are processes that had left the process group.
+            under 0.1 ms); ``orphans`` are processes that had left the process group and
+            were still running when shutdown began.
         """
         with interrupts.shielded():
             processes = self.processes
-            processes.scan()
+            alive = [p.pid for p in processes.scan()]
             start = time.perf_counter_ns()
             self.transport.close_stdin()
             how, last = "eof", processes.wait_gone(grace_s, self.transport)
@@ -433,7 +434,7 @@ class Session:
                     f"{_ms(transport.exited_ns - self.t0_ns):.0f} ms while its descendants "
                     "kept stdout open (a launcher); measured on the descendants")
             orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
-                       for pid in sorted(processes.left_group)]
+                       for pid in alive if pid in processes.left_group]
             exited = list(processes.exited.values())
             processes.close()
             self.transport.close()
