@@ -1,7 +1,7 @@
 """How exact is mcpstart's cold-start clock? A tiny C server (compiled here with gcc into a temp
 folder) answers `initialize` after a known delay; mcpstart's handshake median minus the
-zero-delay median should equal that delay. The zero-delay median is mcpstart's floor: spawn,
-pipes and reader-thread hand-off, the least any server can score.
+zero-delay median should equal that delay. The zero-delay median is the floor: spawn, pipes
+and one line back, the least any server can score.
 
 Usage: python benchmarks/timer_accuracy.py [RUNS]   (prints figures; asserts nothing)
 """
@@ -11,7 +11,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mcpstart.measure.probes import handshake_series
+import statistics
+
+from mcpstart.measure.probes import Skips, cold_start
 from mcpstart.stdio.session import Command
 
 SERVER_C = r"""
@@ -41,9 +43,12 @@ def main() -> None:
         subprocess.run(["gcc", "-O2", "-o", str(binary), str(source)], check=True)
         medians = {}
         for delay in DELAYS_MS:
-            series = handshake_series(Command([str(binary), str(delay * 1000)]), runs, 3,
-                                      "2025-11-25", 10)
-            medians[delay] = series["handshake_ms"]
+            command = Command([str(binary), str(delay * 1000)])
+            samples = [cold_start(command, "2025-11-25", 10, 50, None, Skips())["handshake"]
+                       for _ in range(3 + runs)][3:]
+            median = statistics.median(samples)
+            medians[delay] = {"median": median, "min": min(samples),
+                              "mad": statistics.median(abs(s - median) for s in samples)}
     floor = medians[0]["median"]
     print(f"{runs} runs after 3 warm-up runs per delay")
     print(f"floor (0 ms server): median {floor:.3f} ms, MAD {medians[0]['mad']:.3f} ms, "

@@ -91,7 +91,8 @@ def _ready(phases: dict) -> float | None:
 
 def measure_startup(servers, settings, limits: list[float], own_limits: dict[str, float],
                     single_starts: dict[str, list[float]], sequential: dict[str, float],
-                    idle: dict[str, tuple[int | None, int | None]], progress=lambda _: None) -> dict:
+                    idle: dict[str, tuple[int | None, int | None]],
+                    progress=lambda _: None) -> dict:
     """The ``startup`` block of the results file (design.md).
 
     Args:

@@ -355,7 +355,8 @@ class Session:
 
     def _with_stderr(self, cause: str) -> str:
         if self.traffic.stray_example:
-            cause += f"; it sent a response mcpstart did not ask for: {self.traffic.stray_example!r}"
+            cause += ("; it sent a response mcpstart did not ask for: "
+                      f"{self.traffic.stray_example!r}")
         if self.traffic.noise_lines:
             cause += (f"; it wrote {self.traffic.noise_lines} stdout line(s) that are not "
                       f"JSON-RPC, first: {self.traffic.noise_example!r}")

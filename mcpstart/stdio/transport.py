@@ -1,14 +1,16 @@
 """The stdio transport's process side: spawn a server with three pipes and move bytes, all on
 the calling thread.
 
-Everything that can be done before the clock starts is done in ``prepare`` (resolve the
-executable against the child's PATH, build the environment, make the pipes); ``start`` takes
-the clock, calls ``os.posix_spawn`` and writes the first message at once. ``poll`` then waits
-on stdout, stderr, stdin (while output is pending) and the process's pidfd together and
-stamps each stdout line with ``time.perf_counter_ns()`` taken the moment ``poll`` woke up
-for the read that completed it. No thread touches the pipes, so an arrival is stamped when it became readable,
-not when a thread got to it. Framing is newline-delimited, as the MCP specification's stdio
-transport prescribes (2025-11-25 and 2026-07-28, "Transports: stdio").
+Everything that can be done before the clock starts is done in ``prepare`` and the
+Transport's constructor (resolve the executable against the child's PATH, build the
+environment, make the pipes and the first poller); ``start`` takes the clock, calls
+``os.posix_spawn``, writes the first message at once and, for a timed spawn, blocks right
+away until the server writes. ``poll`` then waits on stdout, stderr, stdin (while output is
+pending) and the process's pidfd together and stamps each stdout line with
+``time.perf_counter_ns()`` taken the moment ``poll`` woke up for the read that completed it.
+No thread touches the pipes, so an arrival is stamped when it became readable, not when a
+thread got to it. Framing is newline-delimited, as the MCP specification's stdio transport
+prescribes (2025-11-25 and 2026-07-28, "Transports: stdio").
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ def prepare(command: Command) -> Prepared:
 
 class Transport:
     """A spawned server and the parent's ends of its pipes: ``Transport(prepare(command))``,
-    then ``start()``; finish with ``close()``. Not thread-safe: one thread polls (by design, see the module doc).
+    then ``start()``; finish with ``close()``. Not thread-safe: one thread polls (by design,
+    see the module doc).
 
     Attributes:
         pid: the spawned process (leader of its own session and process group).

@@ -30,7 +30,8 @@ def matrix_table(results, tablefmt: str = "github") -> str:
                              probe.get("outcome"), _clip(probe.get("answered")),
                              _clip(probe.get("error_code")), _clip(probe.get("error_message")),
                              _clip(probe.get("error_data")),
-                             fmt_ms(probe["ms"]) if isinstance(probe.get("ms"), (int, float)) else ""])
+                             fmt_ms(probe["ms"]) if isinstance(probe.get("ms"), (int, float))
+                             else ""])
             if server.get("status") == "failed":
                 summary.append(f"- {server.get('name')}: failed: {server.get('reason')}")
             elif protocol.get("matrix"):
