@@ -703,20 +703,24 @@ def doctor(recipes_dir, require_all, tablefmt) -> None:
 @click.option("--probe-timeout", default=defaults.PROBE_TIMEOUT_S, show_default=True,
               callback=_finite, type=click.FloatRange(min=0, min_open=True),
               help="Seconds each probe may take before it counts as no answer.")
+@click.option("--timeout", default=defaults.TIMEOUT_S, show_default=True, callback=_finite,
+              type=click.FloatRange(min=0, min_open=True),
+              help="Seconds the first, unprobed start may take (a first npx/uvx download).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
               help="Also write a results file (JSON, with its TOML copy); none without -o.")
 @recipes_option
 @cache_option
 @format_option
 @quiet_option
-def revisions(names, server_specs, configs, client, cwd, env, probe_timeout, output,
-              recipes_dir, cache_dir, tablefmt, quiet) -> None:
+def revisions(names, server_specs, configs, client, cwd, env, probe_timeout, timeout,
+              output, recipes_dir, cache_dir, tablefmt, quiet) -> None:
     """Probe each server NAMES (recipes, --server or --config entries; default: all of
-    them) with server/discover in the 2026-07-28 envelope and with initialize asking each
-    handshake-era revision and one unknown future revision, each probe in a fresh process,
-    and print the whole matrix: outcome (answered, error, exited, no_answer), what was
-    answered, the error's code, message and data verbatim, and the time to the outcome.
-    Builds what is stale first.
+    them), or the one given after -- COMMAND, with server/discover in the 2026-07-28
+    envelope and with initialize asking each handshake-era revision and one unknown future
+    revision, each probe in a fresh process, and print the whole matrix: outcome
+    (answered, error, exited, no_answer), what was answered, the error's code, message and
+    data verbatim, and the time to the outcome. Builds what is stale first; one unprobed
+    start first lets a first npx/uvx download finish (--timeout) before any probe is timed.
 
     \b
     Exit status: 0 every server was probed (whatever it answered); 1 a server could not
@@ -728,11 +732,16 @@ def revisions(names, server_specs, configs, client, cwd, env, probe_timeout, out
     from .results import Results
     from .views.revisions import matrix_table
 
+    context = click.get_current_context()
+    command = ()
+    if "--" in context.meta["mcpstart.argv"]:  # revisions -- COMMAND [ARGS...]
+        command, names = names, ()
     if output is not None:
-        output = _writable_output(click.get_current_context(), None, output)
-    settings = Settings(env=env, probe_timeout_s=probe_timeout)
+        output = _writable_output(context, None, output)
+    settings = Settings(env=env, probe_timeout_s=probe_timeout, timeout_s=timeout)
     with _display(quiet) as display:
-        plan = _plan((), server_specs, configs, client, None, cwd, names, False, recipes_dir)
+        plan = _plan(command, server_specs, configs, client, None, cwd, names, False,
+                     recipes_dir)
         secrets = secrets_of([*plan.secrets, *settings.env.values()])
         display.mask = lambda text: redact(text, secrets)
         servers, toolchains = _servers(plan, settings, False, cache_dir, False)

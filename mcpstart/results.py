@@ -49,11 +49,13 @@ class ServerResult:
     warnings: list = field(default_factory=list)
 
     def fail(self, reason: str) -> None:
-        """Mark the row failed; the first cause wins, later ones become warnings."""
-        if self.status == "failed":
-            self.warn("failure", reason)
-        else:
+        """Mark the row failed; the first cause wins, later ones become warnings (each cause
+        once)."""
+        if self.status != "failed":
             self.status, self.reason = "failed", reason
+        elif reason != self.reason and all(w.get("detail") != reason for w in self.warnings
+                                           if isinstance(w, dict)):
+            self.warn("failure", reason)
 
     def warn(self, kind: str, detail: str, metric: str | None = None) -> None:
         """Add a warning ``{kind, metric, detail}``."""

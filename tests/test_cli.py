@@ -317,3 +317,25 @@ def test_interleaved_rounds_follow_a_seeded_shuffle(tmp_path):
                     if n == r) for r in range(40)}
     assert len(orders) > 1  # shuffled per round, not once
     assert run_order(["a", "b"], 2, "sequential", 7) == [(0, "a"), (1, "a"), (0, "b"), (1, "b")]
+
+
+def test_revisions_takes_a_command_after_double_dash():
+    result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--",
+                                       "python3", str(FAKE), "--discover", "2026-07-28"])
+    assert result.exit_code == 0, result.output
+    assert "- python3: era dual; supported revisions" in result.stdout
+
+
+def test_a_call_missing_required_arguments_fails_early_saying_args(tmp_path):
+    out = tmp_path / "o.json"
+    result = CliRunner().invoke(main, ["measure", "--runs", "1", "--warmup", "0",
+                                       "--round-trips", "0", "-o", str(out), "--call",
+                                       "reverse_text", "--args", '{"other": "{payload}"}',
+                                       "--", "python3", str(FAKE)])
+    assert result.exit_code == 1
+    row = json.loads(out.read_text())["servers"][0]
+    assert row["reason"] == ("tools/call reverse_text: the tool requires text, which the call "
+                             "does not give; pass them with --args '{...}'")
+    assert row["phases_ms"]["first_call"]["n"] == 0 and row["payload"] is None
+    assert row["memory"]["idle_rss_bytes"] > 0  # measured before the failure: kept
+    assert [w["detail"] for w in row["warnings"]].count(row["reason"]) == 0  # said once

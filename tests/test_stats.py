@@ -131,7 +131,7 @@ def test_high_variation():
     # median 10, MAD 2: largest z = 0.6745·3/2 = 1.0, no outlier; stdev 2.16 = 22% of 10
     warnings = series_warnings("handshake_ms", summarize([8.0, 12.0, 9.0, 11.0, 10.0, 13.0, 7.0]))
     assert [w["kind"] for w in warnings] == ["high_variation"]
-    assert "22%" in warnings[0]["detail"] and "2.16" in warnings[0]["detail"]
+    assert "21.6%" in warnings[0]["detail"] and "2.16" in warnings[0]["detail"]
 
 
 def test_load_warning():

@@ -327,8 +327,9 @@ def test_notes_under_the_table():
     assert any(l.startswith("- PSS and USS depend on what else runs") for l in lines)
     assert notes[3].splitlines() == [
         "Startup budget: every server spawned at once, as an editor does at launch",
-        "- sum of the cold-start medians: 1809 ms",
-        "- all at once, until the last server answered: median 2104 ms",
+        "- ready: tools/list answered to its last page (initialize where it was not)",
+        "- one after another: the servers' median times to ready add up to 1809 ms",
+        "- all at once: the last server ready after 2104 ms (median)",
         "- total idle memory: RSS 170.2 MiB, PSS 150.0 MiB",
         "- Codex, Claude Code (limit 30 s): rust fits, typescript fits, python does not fit"]
 

@@ -142,7 +142,8 @@ def sharing(processes: ProcessSet) -> list[dict]:
     the server's PSS and USS depend on them. Other users' processes cannot be read.
 
     Returns:
-        ``[{pid, cmdline}]``.
+        ``[{pid, cmdline, mcpstart}]``; ``mcpstart`` marks mcpstart's own process (a Python
+        server shares the interpreter with it, which a client would not).
     """
     members = {p.pid for p in processes.alive()}
     exes = set()
@@ -161,7 +162,8 @@ def sharing(processes: ProcessSet) -> list[dict]:
         except OSError:  # another user's process, or gone
             continue
         if (st.st_dev, st.st_ino) in exes:
-            found.append({"pid": proc.pid, "cmdline": proc.info["cmdline"] or []})
+            found.append({"pid": proc.pid, "cmdline": proc.info["cmdline"] or [],
+                          "mcpstart": proc.pid == os.getpid()})
     return found
 
 

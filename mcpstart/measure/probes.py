@@ -95,6 +95,30 @@ class ToolCall:
         return self.name == REFERENCE_TOOL and self.arguments == {"text": PAYLOAD_MARK}
 
 
+def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
+    """The call to make: ``call`` (``--call``) when given, else reverse_text where the server
+    lists it, else None.
+
+    Raises:
+        ProbeError: the named tool is not listed, or its ``inputSchema`` requires arguments
+            the call does not give (the cause says to pass them with ``--args``).
+    """
+    if call is None:
+        return ToolCall() if listing.find(REFERENCE_TOOL) else None
+    tool = listing.find(call.name)
+    if tool is None:
+        names = ", ".join(str(t.get("name")) for t in listing.tools[:20] if isinstance(t, dict))
+        raise ProbeError(f"tools/call {call.name}: the server lists no such tool (it lists: "
+                         f"{names or 'none'})")
+    schema = tool.get("inputSchema")
+    required = schema.get("required") if isinstance(schema, dict) else None
+    missing = [k for k in required or [] if isinstance(k, str) and k not in call.arguments]
+    if missing:
+        raise ProbeError(f"tools/call {call.name}: the tool requires {', '.join(missing)}, "
+                         "which the call does not give; pass them with --args '{...}'")
+    return call
+
+
 def result_of(response: Response, what: str) -> dict:
     """The ``result`` object of an answer.
 
@@ -271,7 +295,8 @@ def cold_start(command: Command, revision: str, timeout_s: float, pause_ms: floa
                before_spawn: Callable[[], None] = lambda: None) -> dict:
     """One timed cold start with its phases, on a fresh spawn: ``initialize`` (the
     handshake), then ``notifications/initialized`` and ``tools/list`` to its last page, then
-    one small ``tools/call`` of ``call`` (None: no call), then the spec's shutdown.
+    one small ``tools/call`` of ``call`` (None: reverse_text where listed; ``chosen_call``),
+    then the spec's shutdown.
 
     ``before_spawn`` runs before the pause (e.g. evicting the page cache). Phases whose
     method is in ``skips`` are left out; a phase that fails is noted there and left null.
@@ -314,8 +339,14 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
             sample["tools_list"], sample["tools"] = _ms(session, listing.at_ns), listing
         except SessionError as err:
             skips.note("tools/list", str(err))
-    listing = sample["tools"]
-    if call and listing and listing.find(call.name) and f"tools/call {call.name}" not in skips:
+    if sample["tools"] is None or (call and f"tools/call {call.name}" in skips):
+        return
+    try:
+        call = chosen_call(call, sample["tools"])
+    except ProbeError as err:
+        skips.note(f"tools/call {call.name}", str(err))
+        return
+    if call and f"tools/call {call.name}" not in skips:
         try:
             outcome = call_tool(session, call, payload_text(SMALL_PAYLOAD_BYTES), timeout_s)
             if outcome.is_error:
@@ -347,11 +378,14 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
     try:
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
-        listing = None
+        listing = call_error = None
         if "tools/list" not in skips:  # a method that got no answer is not asked again
             progress("tools/list")
             listing = list_tools(session, settings.timeout_s)
-            call = settings.call or (ToolCall() if listing.find(REFERENCE_TOOL) else None)
+            try:
+                call = chosen_call(settings.call, listing)
+            except ProbeError as err:  # raised once idle memory is read
+                call, call_error = None, err
             tool = listing.find(call.name) if call else None
             row.tools = {"count": len(listing.tools), "pages": listing.pages,
                          "list_bytes": listing.list_bytes,
@@ -371,15 +405,13 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
                      "memory.idle_rss_bytes")
         if listing is None:
             return
+        if call_error:
+            raise call_error
         if call is None:
             row.skip_block("payload", f"the server lists no {REFERENCE_TOOL} tool; name one "
                                       "with --call TOOL")
             row.skip_block("round_trip_ms", "no tool to call")
             return
-        if tool is None:
-            names = ", ".join(str(t.get("name")) for t in listing.tools[:20] if isinstance(t, dict))
-            raise ProbeError(f"tools/call {call.name}: the server lists no such tool "
-                             f"(it lists: {names or 'none'})")
         if settings.round_trips:
             progress(f"{settings.round_trips} warm round trips")
             row.round_trip_ms = round_trips(session, call, settings.round_trips,

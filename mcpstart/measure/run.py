@@ -90,14 +90,20 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
         if server.command is not None:
             server.row.command = server.command.record()
     live = [s for s in servers if s.measurable]
-    for index, server in enumerate(live, 1):
-        progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
-                      server.row.name))
-        _guard(server, lambda s=server: _matrix(s, settings))
-        if settings.cache_state == "cold":
+    if settings.cache_state == "cold":
+        for server in live:
             _guard(server, lambda s=server: _cold_cache(s, settings))
     on_update(results)
-    _cold_starts(live, settings, order, results, progress, on_update)
+    # the cold starts come first: a warm-up run, with the whole --timeout, absorbs a first
+    # npx/uvx download, which a short protocol probe would cut off (and npx's cache with it)
+    _cold_starts(live, settings, order, results, progress, on_update, _one_run)
+    for index, server in enumerate(live, 1):
+        if not _could_not_start(server):
+            progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix",
+                          "matrix", server.row.name))
+            _guard(server, lambda s=server: _matrix(s, settings))
+    modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
+    _cold_starts(modern, settings, order, results, progress, on_update, _modern_run)
     for index, server in enumerate(live, 1):
         if not _could_not_start(server):
             step = lambda text, n=server.row.name: progress(
@@ -200,10 +206,15 @@ def _cold_cache(server: Server, settings: Settings) -> None:
 
 
 def _cold_starts(servers: list[Server], settings: Settings, order: str, results: Results,
-                 progress: Progress, on_update: Callable[[Results], None]) -> None:
+                 progress: Progress, on_update: Callable[[Results], None],
+                 one_run: Callable[[Server, Settings, bool], None]) -> None:
+    """Warm-up and counted runs of ``one_run`` for each server, in ``order``; each run is
+    recorded in ``results.run_sequence``. A server whose run fails keeps its samples and
+    leaves the later rounds."""
     rounds = settings.warmup + settings.runs
     by_name = {s.row.name: s for s in servers}
     sequence = run_order(list(by_name), rounds, order, settings.seed)
+    series = "modern" if one_run is _modern_run else "handshake"
     for position, (round_, name) in enumerate(sequence):
         server = by_name[name]
         if server.stopped:
@@ -211,13 +222,14 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
         warmup = round_ < settings.warmup
         label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
                  else f"run {round_ - settings.warmup + 1}/{settings.runs}")
-        progress(Step(f"{name}: cold start {label}", "cold start", name, position,
-                      len(sequence)))
-        results.run_sequence.append({"round": round_, "server": name, "warmup": warmup})
+        what = "cold start" if series == "handshake" else "modern-era cold start"
+        progress(Step(f"{name}: {what} {label}", "cold start", name, position, len(sequence)))
+        results.run_sequence.append({"series": series, "round": round_, "server": name,
+                                     "warmup": warmup})
         try:
-            _one_run(server, settings, warmup)
+            one_run(server, settings, warmup)
         except SessionError as err:
-            server.row.fail(f"cold start {label}: {err}")
+            server.row.fail(f"{what} {label}: {err}")
             server.stopped = True
         _summarize(server)
         group = 0 if order == "interleave" else 1  # a round, or one server's series
@@ -227,22 +239,20 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
 
 
 def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
-    """One legacy cold start with its phases, plus the two modern-era cold starts where the
-    server speaks 2026-07-28; each on a fresh spawn after the pause."""
-    call = settings.call or ToolCall()
+    """One cold start of the initialize era with its phases, on a fresh spawn."""
     sample = cold_start(server.command, settings.requested_revision, settings.timeout_s,
-                        settings.pause_ms, call, server.skips, server.before_spawn)
+                        settings.pause_ms, settings.call, server.skips, server.before_spawn)
     sample["warmup"] = warmup
     server.runs.append(sample)
     server.traffic.merge(sample["traffic"])
     server.row.orphans += sample["shutdown"]["orphans"]
-    if revisions.speaks_modern(server.row.protocol):
-        _modern_runs(server, settings, call, sample, warmup)
 
 
-def _modern_runs(server: Server, settings: Settings, call: ToolCall, legacy: dict,
-                 warmup: bool) -> None:
-    listing = legacy.get("tools")
+def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
+    """The two modern-era cold starts (2026-07-28), each on a fresh spawn: to the
+    ``server/discover`` answer, and to the answer of a ``tools/call`` sent first."""
+    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
+    call = settings.call or ToolCall()
     firsts = {"discover": modern_request("server/discover")}
     if listing and listing.find(call.name):
         firsts["first_call"] = modern_request("tools/call", call.params(
@@ -294,7 +304,7 @@ def _summarize(server: Server) -> None:
     last = runs[-1]
     row.protocol["negotiated_revision"] = last.get("negotiated_revision")
     row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
-    if revisions.speaks_modern(row.protocol):
+    if any(server.modern.values()):
         row.modern_ms = {series: _stats(pairs) if pairs else None
                          for series, pairs in server.modern.items()}
 
@@ -419,5 +429,22 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
             continue
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
+        _first_start(server, settings)
         _guard(server, lambda s=server: _matrix(s, settings))
     return results
+
+
+def _first_start(server: Server, settings: Settings) -> None:
+    """One start, untimed and unprobed, with the whole ``settings.timeout_s``: a first
+    npx/uvx download finishes here instead of being cut off by a short probe (which can
+    leave npx's cache broken). Whatever happens is left for the probes to find."""
+    from ..stdio.session import Session
+    from .probes import initialize_request
+
+    session = Session.start(server.command, initialize_request(settings.requested_revision))
+    try:
+        session.wait(1, settings.timeout_s, diagnose=False)
+    except SessionError:
+        pass
+    finally:
+        session.shutdown(grace_s=0.5)

@@ -183,7 +183,7 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
             stdev = statistics.stdev(samples)
             if mean > 0 and stdev / mean > HIGH_VARIATION:
                 warnings.append({"kind": "high_variation", "metric": metric, "detail": (
-                    f"stdev {_fmt(stdev)} is {100 * stdev / mean:.0f}% of the mean "
+                    f"stdev {_fmt(stdev)} is {100 * stdev / mean:.1f}% of the mean "
                     f"{_fmt(mean)} (more than {100 * HIGH_VARIATION:.0f}%): the machine was "
                     "noisy or the server varies; compare medians with care")})
     if isinstance(load_average, Sequence) and load_average:

@@ -93,7 +93,7 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     if only:
         unknown = [n for n in only if n not in seen]
         if unknown:
-            raise PlanError(f"--only {', '.join(unknown)}: no such server; known: "
+            raise PlanError(f"no server named {', '.join(unknown)}; known: "
                             f"{', '.join(plan.names)}")
         plan.recipes = [r for r in plan.recipes if r.name in only]
         plan.targets = [t for t in plan.targets if t.name in only]

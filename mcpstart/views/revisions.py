@@ -32,8 +32,9 @@ def matrix_table(results, tablefmt: str = "github") -> str:
                              _clip(probe.get("error_data")),
                              fmt_ms(probe["ms"]) if isinstance(probe.get("ms"), (int, float))
                              else ""])
-            if server.get("status") == "failed":
-                summary.append(f"- {server.get('name')}: failed: {server.get('reason')}")
+            if server.get("status") in ("failed", "skipped"):
+                summary.append(f"- {server.get('name')}: {server.get('status')}: "
+                               f"{server.get('reason')}")
             elif protocol.get("matrix"):
                 revisions = ", ".join(protocol.get("supported_revisions") or []) or "none"
                 summary.append(f"- {server.get('name')}: era {protocol.get('era') or 'unknown'};"

@@ -266,6 +266,7 @@ ROWS: list[Row] = [
     Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _peak,
         ("memory.peak_method",)),
     Row("payload.round_trip_ms", "{payload} call round trip (ms)", _plain(fmt_ms)),
+    Row("payload.response_bytes", "{payload} call's answer (MiB)", _plain(fmt_mib)),
     Row("payload.verified", "result verified ({payload}, Unicode)", _verified,
         ("payload.unicode_verified",)),
     Row("tools.count", "tools listed", _plain(_count)),
@@ -444,9 +445,19 @@ def _command_line(argv) -> str:
     return " ".join(map(str, argv)) if isinstance(argv, list) else str(argv)
 
 
+PEAK_METHODS = {
+    "vmhwm": "vmhwm: the kernel's exact high-water mark (VmHWM, reset before the call) of a "
+             "one-process server during the first large call",
+    "sampled": "sampled: the largest sum of the tree's RSS, read every 5 ms during a second "
+               "large call (a lower bound: a spike shorter than 5 ms can be missed)",
+}
+
+
 def _server_notes(cols) -> list[str]:
-    notes, shared, settled = [], False, {}
+    notes, shared, settled, methods = [], False, {}, set()
     for header, _doc, _label, s in cols:
+        method = dig(s, "memory.peak_method")
+        methods.add(method if isinstance(method, str) else None)
         if s.get("status") in ("failed", "skipped") or s.get("reason"):
             notes.append(f"- {header} {s.get('status')}: {s.get('reason')}")
         warnings = s.get("warnings")
@@ -466,6 +477,7 @@ def _server_notes(cols) -> list[str]:
         sharing = dig(s, "memory.sharing")
         if isinstance(sharing, list) and sharing:
             shown = ", ".join(f"pid {p.get('pid')} {_program(p.get('cmdline'))}"
+                              + (" (mcpstart itself)" if p.get("mcpstart") else "")
                               if isinstance(p, dict) else str(p) for p in sharing[:3])
             more = f" and {len(sharing) - 3} more" if len(sharing) > 3 else ""
             notes.append(f"- {header}: {len(sharing)} other process(es) share its executable, "
@@ -475,6 +487,7 @@ def _server_notes(cols) -> list[str]:
     if shared:
         notes.append("- PSS and USS depend on what else runs: a page shared with other processes "
                      "counts in part (PSS) or not at all (USS) toward the server")
+    notes += [f"- peak RSS, {PEAK_METHODS[m]}" for m in sorted(methods & set(PEAK_METHODS))]
     return notes
 
 
@@ -492,10 +505,14 @@ def _startup(doc: dict, label: str | None) -> list[str]:
         except (KeyError, TypeError, ValueError):
             lines.append(text.format(*["?"] * len(values)))
 
+    if startup.get("error"):
+        lines.append(f"- not measured: {startup['error']}")
+    lines.append("- ready: tools/list answered to its last page (initialize where it was not)")
     if startup.get("sequential_sum_ms") is not None:
-        line("- sum of the cold-start medians: {} ms", fmt_ms, startup["sequential_sum_ms"])
+        line("- one after another: the servers' median times to ready add up to {} ms", fmt_ms,
+             startup["sequential_sum_ms"])
     if dig(startup, "concurrent_ms.median") is not None:
-        line("- all at once, until the last server answered: median {} ms", fmt_ms,
+        line("- all at once: the last server ready after {} ms (median)", fmt_ms,
              dig(startup, "concurrent_ms.median"))
     if startup.get("idle_rss_bytes") is not None or startup.get("idle_pss_bytes") is not None:
         line("- total idle memory: RSS {} MiB, PSS {} MiB", lambda v: _or_dash(fmt_mib, v),
