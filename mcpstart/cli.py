@@ -500,12 +500,14 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     """Measure MCP servers: the reference set (every recipe, built first when stale), or
     the servers named by -- COMMAND, --server and --config.
 
-    For each server: the revision matrix (server/discover and initialize per revision,
-    each in its own process); WARMUP + RUNS cold starts (spawn to the initialize answer,
-    with the phases first byte, tools/list and first tool call; and the modern-era cold
-    starts where the server speaks 2026-07-28); then one session that lists the tools,
-    reads idle memory once it settles, times warm round trips, calls a tool with a large
-    payload (round trip, then peak memory) and shuts down as the spec says.
+    For each server: WARMUP + RUNS cold starts (spawn to the initialize answer, with the
+    phases first byte, tools/list and first tool call), in rounds; the revision matrix
+    (server/discover and initialize per revision, each in its own process); the
+    modern-era cold starts where the server speaks 2026-07-28; then one session that
+    lists the tools, reads idle memory once it settles, times warm round trips, calls a
+    tool with a large payload (round trip, then peak memory) and shuts down as the spec
+    says. Several servers named together are also started all at once, as an editor
+    does, and judged against startup limits (--budget).
 
     The table goes to stdout (or, with --export-* -, that export), progress to stderr:
     one updating line on a terminal (a bar for the cold-start series, a build's last log

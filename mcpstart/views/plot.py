@@ -209,7 +209,7 @@ def _timeline(ax, doc: dict) -> None:
                               *off_scale]))
     ax.set_ylabel("server")
     ax.margins(x=0.15)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
 CHARTS = {
