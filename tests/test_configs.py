@@ -349,3 +349,10 @@ def test_missing_file_and_unknown_client(tmp_path):
     assert str(tmp_path / "nope.json") in str(caught.value)
     with pytest.raises(ConfigError, match="unknown client 'emacs'; one of: claude-desktop"):
         load_config(FIXTURES / "claude_desktop_config.json", client="emacs")
+
+
+def test_the_cli_offers_exactly_the_clients_configs_reads():
+    from mcpstart.cli import CLIENT_CHOICES
+    from mcpstart.targets.configs import CLIENTS
+
+    assert CLIENT_CHOICES == CLIENTS

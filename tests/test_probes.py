@@ -1,8 +1,6 @@
 """Probes, memory of process trees, and the revision matrix, against the fake server."""
 
-import os
 import subprocess
-import sys
 import time
 
 import psutil
@@ -12,7 +10,6 @@ from mcpstart.measure import revisions
 from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.probes import (UNICODE_CHECK, ProbeError, Skips, ToolCall, cold_start,
                                      payload_text)
-from mcpstart.stdio.session import Command
 from mcpstart.stdio.tree import become_subreaper
 
 from test_faults import session_row
@@ -179,8 +176,6 @@ def test_wrong_reversal_is_detected_and_output_schemas_counted(fake):
 
 
 def test_another_tool_is_called_with_the_payload_unverified(fake):
-    from mcpstart.measure.settings import Settings  # noqa: F401 (shape reference)
-
     row, _, error = session_row(fake(), call=ToolCall("reverse_text", {"text": "x{payload}"}))
     assert error is None
     assert row.payload["verified"] is None and row.payload["is_error"] is False
