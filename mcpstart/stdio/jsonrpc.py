@@ -147,11 +147,6 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
     return parsed
 
 
-def parse_line(text: bytes):
-    """``json.loads`` of one line, or raises ValueError (also for invalid UTF-8)."""
-    return json.loads(text)
-
-
 def looks_like_json_start(text: bytes) -> bool:
     """True for a line that may open a JSON value written over several lines."""
     return text[:1] in (b"{", b"[")

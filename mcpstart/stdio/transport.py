@@ -277,11 +277,6 @@ class Transport:
             self._stdin = -1
             self._pending_out.clear()
 
-    @property
-    def stdin_closed(self) -> bool:
-        """True once stdin is closed or closing was asked for."""
-        return self._stdin_close_requested
-
     # ----- reading ---------------------------------------------------------------------
     @property
     def stdout_open(self) -> bool:

@@ -441,10 +441,6 @@ def _program(argv) -> str:
     return os.path.basename(str(argv[0])) if isinstance(argv, list) and argv else "?"
 
 
-def _command_line(argv) -> str:
-    return " ".join(map(str, argv)) if isinstance(argv, list) else str(argv)
-
-
 PEAK_METHODS = {
     "vmhwm": "vmhwm: the kernel's exact high-water mark (VmHWM, reset before the call) of a "
              "one-process server during the first large call",
