@@ -79,13 +79,14 @@ class Line:
 
 @dataclass
 class Prepared:
-    """A spawn made ready before the clock: the resolved executable, argv, environment,
-    working directory, the pipes (parent ends and child ends) and the file actions that put
-    the child's ends on 0, 1 and 2."""
+    """A spawn made ready before the clock: the resolved executable, argv and environment,
+    already encoded (bytes pass ``os.posix_spawn`` unconverted), the working directory, the
+    pipes (parent ends and child ends) and the file actions that put the child's ends on 0,
+    1 and 2."""
 
-    path: str
-    argv: list[str]
-    env: dict[str, str]
+    path: bytes
+    argv: list[bytes]
+    env: dict[bytes, bytes]
     cwd: str | None
     child_fds: tuple[int, int, int]
     parent_fds: tuple[int, int, int]
@@ -141,7 +142,9 @@ def prepare(command: Command) -> Prepared:
     for fd in (stdin_w, stdout_r, stderr_r):
         os.set_blocking(fd, False)
     child = (stdin_r, stdout_w, stderr_w)
-    return Prepared(path, list(command.argv), env, cwd, child, (stdin_w, stdout_r, stderr_r),
+    encoded = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}  # not inside the clock
+    return Prepared(os.fsencode(path), [os.fsencode(a) for a in command.argv], encoded, cwd,
+                    child, (stdin_w, stdout_r, stderr_r),
                     [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(child)])
 
 
@@ -217,7 +220,7 @@ class Transport:
             except OSError as err:
                 for fd in (*child, *prepared.parent_fds):
                     os.close(fd)
-                raise SpawnError(err.errno, f"cannot start {prepared.argv[0]!r}: "
+                raise SpawnError(err.errno, f"cannot start {os.fsdecode(prepared.argv[0])!r}: "
                                             f"{err.strerror or err}") from err
             if first_message:  # at once: nothing else between the spawn and this write
                 try:
