@@ -272,7 +272,7 @@ def _show(loaded: list, fmt: str, targets: dict[str, str | None], labels=None, m
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="""\b
-Typical use, from the mcpstart checkout:
+Typical use, in any folder (the reference recipes ship with mcpstart):
   mcpstart doctor                          # what this machine gives mcpstart
   mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
   mcpstart report mcpstart-results.json    # the table again, from the results file
@@ -282,9 +282,11 @@ def main() -> None:
     """Profile MCP servers over the stdio transport.
 
     mcpstart builds the reference `reverse_text` server with each official SDK
-    (TypeScript, Python, Go, Rust), spawns each over stdio, and measures cold start
-    (spawn to initialize response), memory of the whole process tree idle and under a
-    5 MiB tool result, artifact size, dependency count and protocol revision.
+    (TypeScript, Python, Go, Rust) and in C (the floor), or takes any server you name
+    (-- COMMAND, --server, an editor's --config), spawns each over stdio, and measures
+    cold start (spawn to initialize response, and its phases), memory of the whole
+    process tree idle and under a large tool call, warm round trips, artifact size,
+    dependency count, the protocol revisions it speaks and an editor's startup budget.
     """
 
 
@@ -407,7 +409,8 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
                 click.echo(f"{item.recipe.name}: skipped: {item.reason}")
                 failed |= require_all
             elif item.status == "failed":
-                click.echo(f"{item.recipe.name}: failed: {item.reason}")
+                click.echo(f"{item.recipe.name}: failed: {item.reason} (log: {item.log})\n"
+                           f"{item.log_tail}")
                 failed = True
             elif item.status == "no-build":
                 click.echo(f"{item.recipe.name}: nothing to build (the recipe has no [build])")
@@ -424,9 +427,10 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
                      "  mcpstart measure -- npx -y @modelcontextprotocol/server-memory\n"
                      "  mcpstart measure --server time='uvx mcp-server-time' --floor\n"
                      "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60")
-@click.option("--runs", default=defaults.RUNS, show_default=True, type=click.IntRange(min=1),
-              help="Counted cold starts per server.")
-@click.option("--warmup", default=defaults.WARMUP, show_default=True, type=click.IntRange(min=0),
+@click.option("--runs", default=defaults.RUNS, show_default=True,
+              type=click.IntRange(min=1, max=10_000), help="Counted cold starts per server.")
+@click.option("--warmup", default=defaults.WARMUP, show_default=True,
+              type=click.IntRange(min=0, max=1_000),
               help="Warm-up cold starts per server, recorded but left out of the statistics.")
 @click.option("--only", multiple=True, metavar="NAME",
               help="Measure only this server (a recipe, --server, --name or config name); "
@@ -442,7 +446,8 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
               help="Protocol revision requested in initialize; a server may answer with "
                    "another it supports (the table shows what was negotiated).")
 @click.option("--payload-bytes", default=defaults.PAYLOAD_BYTES, show_default=True,
-              type=click.IntRange(min=1), help="Size of the large tool call's payload text.")
+              type=click.IntRange(min=1, max=128 << 20),
+              help="Size of the large tool call's payload text (at most 128 MiB).")
 @click.option("--call", "call_tool", metavar="TOOL",
               help="Tool to call under load (default: reverse_text where the server has it).")
 @click.option("--args", "call_args", metavar="JSON",
@@ -477,7 +482,8 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
               help="warm: the server's files stay in the page cache; cold: they are evicted "
                    "before every cold start (no root needed).")
 @click.option("--round-trips", default=defaults.ROUND_TRIPS, show_default=True,
-              type=click.IntRange(min=0), help="Small calls on one warm session (0: none).")
+              type=click.IntRange(min=0, max=1_000_000),
+              help="Small calls on one warm session (0: none).")
 @click.option("--probe-timeout", default=defaults.PROBE_TIMEOUT_S, show_default=True,
               callback=_finite, type=click.FloatRange(min=0, min_open=True),
               help="Seconds each revision-matrix probe may take.")

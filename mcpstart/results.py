@@ -78,6 +78,8 @@ class Results:
     servers: list[ServerResult] = field(default_factory=list)
     run_sequence: list = field(default_factory=list)
     startup: dict | None = None
+    interrupted: str | None = None
+    """Why the run ended early (an exit signal), else None: the rows hold what came before."""
     schema: str = SCHEMA
     secrets: tuple = field(default=(), repr=False)
     """Values masked with *** in every output (redact.py); never stored."""
@@ -142,9 +144,16 @@ def load(path: Path) -> Results:
         ResultsError: unreadable, not JSON, or another schema; the message names the file.
     """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return Results.from_dict(data)
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, ValueError) as err:
+        raise ResultsError(f"{path}: {err}") from err
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise ResultsError(f"{path}: not a JSON results file ({err})") from err
+    try:
+        return Results.from_dict(data)
+    except ResultsError as err:
         raise ResultsError(f"{path}: {err}") from err
 
 

@@ -92,8 +92,8 @@ def test_notifications_before_initialize_are_recorded(fake):
         assert "result" in session.wait(1, 10).message
     finally:
         session.shutdown()
-    assert session.traffic.notifications == ["notifications/message",
-                                             "notifications/tools/list_changed"]
+    assert session.traffic.notifications == {"notifications/message": 1,
+                                             "notifications/tools/list_changed": 1}
 
 
 # 3. CRLF line ends
@@ -242,7 +242,7 @@ def test_server_requests_are_answered(fake):
     finally:
         session.shutdown()
     assert response.message["result"]["protocolVersion"] == REV
-    assert session.traffic.server_requests == ["ping", "roots/list"]
+    assert session.traffic.server_requests == {"ping": 1, "roots/list": 1}
 
 
 def test_cannot_start_missing_program():

@@ -32,6 +32,13 @@ def start(tmp_path: Path, *args: str) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _read_until(proc: subprocess.Popen, text: str, lines: list[str]) -> bool:
+    """Read the process's stderr line by line until one holds ``text``."""
+    line = proc.stderr.readline()
+    lines.append(line)
+    return text in line
+
+
 def wait_for(predicate, timeout_s: float = 20) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -81,3 +88,23 @@ def test_background_process_left_by_a_build_step_is_killed(tmp_path):
     assert proc.returncode == 0
     assert survivors(tmp_path) == []
 
+
+
+def test_a_signal_keeps_what_was_measured_and_says_so(tmp_path):
+    """Stopped during the tool session (after the cold starts and the revision matrix):
+    the results file holds the series and the matrix, and says the run was stopped."""
+    import json
+
+    repo(tmp_path, {"good": ["--alloc-mib", "1"]})
+    proc = start(tmp_path, "--runs", "2", "--round-trips", "0")
+    stderr = []
+    wait_for(lambda: _read_until(proc, "idle memory", stderr), timeout_s=60)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    data = json.loads((tmp_path / "out.json").read_text())
+    row = data["servers"][0]
+    assert data["interrupted"] == "stopped by SIGINT; the rows hold what was measured before it"
+    assert row["handshake_ms"]["n"] == 2
+    assert len(row["protocol"]["matrix"]) == 6 and row["protocol"]["era"] == "legacy"
+    assert survivors(tmp_path) == []

@@ -131,3 +131,37 @@ def test_secrets_never_leave(tmp_path):
     assert row["command"]["env_keys"] == ["API_KEY", "EXTRA"]
     assert row["command"]["argv"][-2:] == ["--revision", "***"]
     assert tomllib.loads(out.with_suffix(".toml").read_text())["servers"][0]["name"] == "leaky"
+
+
+def test_a_server_that_cannot_start_is_a_row_and_the_others_are_measured(tmp_path):
+    result, data = measure(tmp_path, "--server", f"good={PY} {FAKE}",
+                           "--server", "gone=/nonexistent/server", "--cwd", str(tmp_path))
+    assert result.exit_code == 1, result.output
+    rows = {s["name"]: s for s in data["servers"]}
+    assert rows["good"]["status"] == "ok" and rows["good"]["payload"]["verified"] is True
+    assert rows["gone"]["status"] == "failed"
+    assert "cannot start '/nonexistent/server': no executable file" in rows["gone"]["reason"]
+    assert "Traceback" not in result.output
+
+
+def test_a_config_with_no_servers_is_refused_not_replaced_by_the_reference_set(tmp_path):
+    empty = write_json(tmp_path / "claude_desktop_config.json", {"mcpServers": {}})
+    result, data = measure(tmp_path, "--config", empty)
+    assert result.exit_code == 2 and data is None
+    assert "no MCP servers in it (read as a claude-desktop config" in result.output
+
+
+def test_two_configs_sharing_a_name_get_their_client_added(tmp_path):
+    one = write_json(tmp_path / "claude_desktop_config.json", {"mcpServers": {"x": entry("a")}})
+    two = write_json(tmp_path / "zed" / "settings.json",
+                     {"context_servers": {"x": {"command": PY, "args": [str(FAKE)]}}})
+    result, data = measure(tmp_path, "--config", one, "--config", two, "--budget", "10")
+    assert result.exit_code == 0, result.output
+    assert [s["name"] for s in data["servers"]] == ["x", "x@zed"]
+
+
+def test_a_server_that_echoes_requests_fails_at_once_saying_so(tmp_path):
+    result, data = measure(tmp_path, "--", "sh", "-c", "cat")
+    assert result.exit_code == 1
+    assert data["servers"][0]["reason"].startswith(
+        "cold start run 1/1: initialize: the server wrote the request itself back on stdout")

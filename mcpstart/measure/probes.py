@@ -17,8 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .. import __version__
-from ..stdio.session import Command, Response, Session, SessionError, Traffic
-from ..stdio.transport import prepare
+from ..stdio.session import Command, Response, Session, SessionError, Traffic, prepare_spawn
 
 REFERENCE_TOOL = "reverse_text"
 MODERN_REVISION = "2026-07-28"
@@ -309,7 +308,7 @@ def cold_start(command: Command, revision: str, timeout_s: float, pause_ms: floa
     Raises:
         SessionError: no valid initialize answer (the run failed; the process is gone).
     """
-    prepared = prepare(command)
+    prepared = prepare_spawn(command)
     before_spawn()
     sample = {"handshake": None, "first_byte": None, "tools_list": None, "first_call": None,
               "tools": None}

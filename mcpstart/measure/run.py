@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import random
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -84,6 +85,21 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     order = settings.order or ("interleave" if len(servers) > 1 else "sequential")
     results = new_results(argv, settings, order, toolchains)
     results.servers = [s.row for s in servers]
+    try:
+        _measure(servers, settings, order, results, progress, on_update, budget)
+    except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
+        if isinstance(stop.code, int) and stop.code > 128:
+            results.interrupted = (f"stopped by {signal.Signals(stop.code - 128).name}; the "
+                                   "rows hold what was measured before it")
+            on_update(results)
+        raise
+    return results
+
+
+def _measure(servers: list[Server], settings: Settings, order: str, results: Results,
+             progress: Progress, on_update: Callable[[Results], None],
+             budget: list[float] | None) -> None:
+    """The steps of ``measure``, in order, filling ``results``."""
     for server in servers:
         server.row.protocol = {"requested_revision": settings.requested_revision,
                                "negotiated_revision": None}
@@ -118,7 +134,6 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
                       "startup"))
         _guard_startup(started, settings, budget, results, progress)
         on_update(results)
-    return results
 
 
 def _ready_ms(run: dict) -> float | None:
@@ -176,7 +191,7 @@ def _cold_cache(server: Server, settings: Settings) -> None:
     the files a warm run maps (one spawn), then evict them all before each spawn and record
     what was evicted and what stayed (``page_cache``)."""
     from ..stdio.session import Session
-    from ..stdio.transport import resolve
+    from ..stdio.transport import SpawnError, resolve
     from .cache import evict, mapped_files, server_files
     from .probes import initialize_request
 
@@ -191,7 +206,11 @@ def _cold_cache(server: Server, settings: Settings) -> None:
                 continue
     finally:
         session.shutdown()
-    files = server_files(resolve(server.command), server.artifacts, mapped)
+    try:
+        executable = resolve(server.command)
+    except SpawnError as err:
+        raise SessionError(err.strerror) from err
+    files = server_files(executable, server.artifacts, mapped)
     record = {"files": len(files), "evicted_bytes": [], "resident_bytes": [],
               "resident_note": None}
     server.row.page_cache = record
@@ -230,6 +249,10 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
             one_run(server, settings, warmup)
         except SessionError as err:
             server.row.fail(f"{what} {label}: {err}")
+            server.stopped = True
+        except Exception as err:  # unexpected data from one server must not end the run
+            server.row.fail(f"{what} {label}: mcpstart could not measure this server: "
+                            f"{type(err).__name__}: {err}")
             server.stopped = True
         _summarize(server)
         group = 0 if order == "interleave" else 1  # a round, or one server's series
@@ -270,9 +293,9 @@ def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
 
 def _modern_once(server: Server, settings: Settings, request: dict, call: ToolCall) -> float:
     from ..stdio.session import Session
-    from ..stdio.transport import prepare
+    from ..stdio.session import prepare_spawn
 
-    prepared = prepare(server.command)
+    prepared = prepare_spawn(server.command)
     server.before_spawn()
     with timed_window(settings.pause_ms):
         session = Session.start(server.command, request, prepared, settings.timeout_s)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import time
 
 from .. import Step
-from ..stdio.session import Session, SessionError, wait_any
-from ..stdio.transport import prepare
+from ..stdio.session import Session, SessionError, prepare_spawn, wait_any
 from .probes import initialize_request, timed_window
 from .stats import summarize
 
@@ -43,7 +42,7 @@ def one_start(servers, settings) -> dict:
     (every page) as soon as that server's initialize is answered. Returns ``{name:
     {first_byte, initialize, tools_list}}`` in ms from just before the first spawn (None
     for a phase not reached within ``settings.timeout_s`` of its request)."""
-    prepared = [(name, command, prepare(command)) for name, command in servers]
+    prepared = [(name, command, prepare_spawn(command)) for name, command in servers]
     sessions: dict[Session, str] = {}
     with timed_window(settings.pause_ms):
         return _follow(prepared, sessions, settings)

@@ -143,7 +143,7 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
 
     Kinds:
         "first_run_outlier": the first counted run is slower than the median with a modified
-            z-score above ``OUTLIER_Z`` (caches were probably cold: add a warm-up run).
+            z-score above ``OUTLIER_Z`` (caches were probably still cold).
         "outlier": other runs (or a fast first run) with a modified z-score above
             ``OUTLIER_Z``: |M| = 0.6745·|x - median| / MAD > 3.5 (B. Iglewicz and D. C.
             Hoaglin, How to Detect and Handle Outliers, ASQC 1993). When MAD is 0 the scale
@@ -169,8 +169,8 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
         if first_slow:
             warnings.append({"kind": "first_run_outlier", "metric": metric, "detail": (
                 f"the first counted run took {_fmt(samples[0])}, modified z-score "
-                f"{scores[0]:.1f} > {OUTLIER_Z} ({scale}): caches were probably cold; "
-                "add a warm-up run")})
+                f"{scores[0]:.1f} > {OUTLIER_Z} ({scale}): caches were probably still "
+                "cold; more warm-up runs (--warmup) would leave it out")})
         odd = [(i, v, z) for i, (v, z) in enumerate(zip(samples, scores))
                if abs(z) > OUTLIER_Z and not (i == 0 and first_slow)]
         if odd:

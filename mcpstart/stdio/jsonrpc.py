@@ -9,7 +9,7 @@ batch array (the awaited element is used), a missing or wrong ``jsonrpc`` member
 another JSON type with the same value ("1" or 1.0 for 1). Deviations that leave no usable
 answer raise ``MalformedAnswer`` at once: both ``result`` and ``error`` or neither, an
 ``error`` that is not an object, an answer with id null or without id, a message spread over
-several lines.
+several lines, the request itself written back (an echo).
 """
 
 from __future__ import annotations
@@ -121,6 +121,10 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
         parsed.noise = True
         return parsed
     if "method" in value:
+        if (awaited_id is not None and same_id(value.get("id"), awaited_id) == "exact"
+                and value["method"] == what.split(" ")[0]):
+            raise MalformedAnswer(f"{what}: the server wrote the request itself back on stdout "
+                                  "(an echo of stdin, not an answer)")
         if value.get("id") is not None:
             parsed.requests.append(value)
         else:

@@ -29,7 +29,7 @@ DIAGNOSIS_WAIT_S = 2.0
 """After a timeout, how long mcpstart listens for a late answer while it finds the cause."""
 
 __all__ = ["Command", "Exited", "FramingError", "NoAnswer", "Response", "Session", "SessionError",
-           "Traffic", "shutdown_all"]
+           "Traffic", "prepare_spawn", "shutdown_all", "wait_any"]
 
 
 class SessionError(Exception):
@@ -67,8 +67,8 @@ class Traffic:
     noise_lines: int = 0
     noise_example: str | None = None
     crlf_lines: int = 0
-    notifications: list[str] = field(default_factory=list)
-    server_requests: list[str] = field(default_factory=list)
+    notifications: Counter = field(default_factory=Counter)
+    server_requests: Counter = field(default_factory=Counter)
     stray_responses: int = 0
     stray_example: str | None = None
     irregular: Counter = field(default_factory=Counter)
@@ -79,8 +79,8 @@ class Traffic:
         self.noise_lines += other.noise_lines
         self.noise_example = self.noise_example or other.noise_example
         self.crlf_lines += other.crlf_lines
-        self.notifications += other.notifications
-        self.server_requests += other.server_requests
+        self.notifications.update(other.notifications)
+        self.server_requests.update(other.server_requests)
         self.stray_responses += other.stray_responses
         self.stray_example = self.stray_example or other.stray_example
         self.irregular.update(other.irregular)
@@ -102,7 +102,7 @@ class Traffic:
             add("irregular_answer", f"{note} ({count} time(s); accepted)")
         if self.server_requests:
             add("server_requests", "server sent requests: "
-                                   f"{', '.join(sorted(set(self.server_requests)))}")
+                                   f"{', '.join(sorted(self.server_requests))}")
         if self.stray_responses:
             add("stray_responses", f"{self.stray_responses} response(s) with an id mcpstart "
                                    f"was not awaiting; first: {self.stray_example!r}")
@@ -139,7 +139,7 @@ class Session:
               prepared: Prepared | None = None, wait_s: float = 0.0) -> "Session":
         """Spawn ``command`` (no shell, a new session and process group, three pipes) and
         write ``first_request`` right after the spawn. The clock (``transport.t0_ns``) starts
-        just before the spawn; ``prepared`` (from ``prepare(command)``) lets the caller do the
+        just before the spawn; ``prepared`` (from ``prepare_spawn``) lets the caller do the
         preparation earlier, outside a pause; ``wait_s`` (a timed spawn) makes the spawn block
         right away until the server writes something (Transport.start), at most that long.
 
@@ -150,8 +150,8 @@ class Session:
             SessionError: the program cannot be started (not found, not executable, no such
                 working directory).
         """
+        session = cls(command, Transport(prepared or prepare_spawn(command)))
         try:
-            session = cls(command, Transport(prepared or prepare(command)))
             first = jsonrpc.encode(first_request) if first_request else None
             if first_request:
                 session._pending[first_request["id"]] = (_what(first_request), 0)  # 0: t0
@@ -320,7 +320,7 @@ class Session:
         parsed = jsonrpc.classify(value, request_id, what)
         if parsed.noise:
             self._count_noise_lines([line.data.strip()])
-        self.traffic.notifications += parsed.notifications
+        self.traffic.notifications.update(parsed.notifications)
         for note in parsed.notes:
             self.traffic.irregular[note] += 1
         for request in parsed.requests:
@@ -338,7 +338,7 @@ class Session:
 
     def _answer_server_request(self, message: dict) -> None:
         method = str(message["method"])
-        self.traffic.server_requests.append(method)
+        self.traffic.server_requests[method] += 1
         reply: dict = {"jsonrpc": "2.0", "id": message["id"]}
         if method == "ping":
             reply["result"] = {}
@@ -360,6 +360,9 @@ class Session:
         if self.traffic.noise_lines:
             cause += (f"; it wrote {self.traffic.noise_lines} stdout line(s) that are not "
                       f"JSON-RPC, first: {self.traffic.noise_example!r}")
+        if self.traffic.notifications:
+            cause += (f"; it sent {sum(self.traffic.notifications.values())} notification(s) "
+                      f"({', '.join(sorted(self.traffic.notifications))})")
         tail = self.stderr_tail().strip()
         return f"{cause}; stderr tail: {tail[-500:]!r}" if tail else f"{cause}; stderr was empty"
 
@@ -472,6 +475,18 @@ def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response 
 
 
 _LIVE: set[Session] = set()
+
+
+def prepare_spawn(command: Command) -> Prepared:
+    """``transport.prepare``: a spawn made ready before the clock.
+
+    Raises:
+        SessionError: the program or the working directory cannot be found.
+    """
+    try:
+        return prepare(command)
+    except SpawnError as err:
+        raise SessionError(err.strerror) from err
 
 
 def shutdown_all() -> None:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .command import Skipped, Target, launch_notes, parse_server_option, server_name
@@ -56,8 +56,10 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     from .configs import ConfigError, load_config
 
     plan = Plan()
-    if name and not command:
+    if name is not None and not command:
         raise PlanError("--name names the server given after --; there is none")
+    if name is not None and not name.strip():
+        raise PlanError("--name is empty")
     if command:
         argv = list(command)
         plan.targets.append(Target(name or server_name(argv), argv, cwd,
@@ -66,17 +68,23 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         try:
             spec_name, argv = parse_server_option(spec)
         except ValueError as err:
-            raise PlanError(f"--server: {err}") from err
+            raise PlanError(str(err)) from err
         plan.targets.append(Target(spec_name, argv, cwd, notes=launch_notes(argv)))
     for config in configs:
         try:
             found = load_config(config, client)
         except ConfigError as err:
             raise PlanError(str(err)) from err
-        plan.targets += found.targets
-        plan.skipped += found.skipped
+        if not found.targets and not found.skipped:
+            raise PlanError(f"{config}: no MCP servers in it (read as a {found.client} config; "
+                            "--client NAME reads it as another client's)")
+        taken = set(plan.names)  # a name two configs share gets its client: "fs@zed"
+        plan.targets += [replace(t, name=f"{t.name}@{found.client}") if t.name in taken else t
+                         for t in found.targets]
+        plan.skipped += [replace(s, name=f"{s.name}@{found.client}") if s.name in taken else s
+                         for s in found.skipped]
         plan.notes += [f"{config}: {note}" for note in found.notes]
-    named = bool(plan.targets or plan.skipped)
+    named = bool(command or server_specs or configs)
     try:
         if not named:
             plan.recipes = load_recipes(recipe_folder())

@@ -172,7 +172,8 @@ def _footprint(ax, doc: dict) -> None:
         xs = [i + offset for i, d in enumerate(data) if d[index] is not None]
         values = [d[index] for d in data if d[index] is not None]
         bars = ax.bar(xs, values, width, color=color, label=label)
-        ax.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize=8, padding=2)
+        ax.bar_label(bars, labels=[f"{v:.2g}" if v < 1 else f"{v:.1f}" for v in values],
+                     fontsize=8, padding=2)
     log = _log_if_wide(ax, [v for d in data for v in d[1:]])
     ax.set_xticks(range(len(data)), [d[0] for d in data])
     _per_server_axes(ax, "Footprint", "MiB" + (" (log scale)" if log else ""))

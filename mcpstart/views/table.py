@@ -423,7 +423,9 @@ def _machine(doc: dict) -> str:
         if settings.get(key) is not None:
             run.append(text.format(settings[key]))
     line = ", ".join(parts) or "machine not recorded"
-    return line + (f"; per server: {', '.join(run)}" if run else "")
+    line += f"; per server: {', '.join(run)}" if run else ""
+    interrupted = doc.get("interrupted")
+    return line + (f"\nThis run was {interrupted}." if isinstance(interrupted, str) else "")
 
 
 def _warning_text(warning) -> str:
