@@ -93,10 +93,11 @@ def test_run_metadata(measured):
     assert settings["runs"] == RUNS and settings["warmup"] == WARMUP
     assert settings["payload_bytes"] == 5 * MIB and settings["requested_revision"] == "2025-11-25"
     assert settings["order"] == "interleave" and settings["pause_ms"] == 50
-    # every round runs each server once; each round's order is its own shuffle
-    rounds = [[r["server"] for r in data["run_sequence"] if r["round"] == n]
-              for n in range(RUNS + WARMUP)]
-    assert all(sorted(names) == sorted(NAMES) for names in rounds)
+    # every round runs each server once, each series in its own rounds
+    for series in ("handshake", "modern"):
+        rounds = [[r["server"] for r in data["run_sequence"]
+                   if r["round"] == n and r["series"] == series] for n in range(RUNS + WARMUP)]
+        assert all(sorted(names) == sorted(NAMES) for names in rounds), series
 
 
 @pytest.mark.parametrize("name", NAMES)
