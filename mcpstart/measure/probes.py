@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..stdio.session import Command, Response, Session, SessionError, Traffic, prepare_spawn
+from . import memory
+from .stats import summarize
 
 REFERENCE_TOOL = "reverse_text"
 MODERN_REVISION = "2026-07-28"
@@ -371,8 +373,6 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
     Raises:
         SessionError: a step got no usable answer; the row keeps what came before.
     """
-    from . import memory
-
     session = Session.start(command, initialize_request(settings.requested_revision))
     try:
         initialize_result(session.wait(1, settings.timeout_s))
@@ -455,8 +455,6 @@ def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) 
     Raises:
         SessionError: a call got no usable answer or its tool reported an error.
     """
-    from .stats import summarize
-
     text = payload_text(SMALL_PAYLOAD_BYTES)
     samples = []
     for _ in range(count):

@@ -16,9 +16,11 @@ from datetime import datetime, timezone
 
 from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
-from ..stdio.session import Command, SessionError, Traffic
+from ..stdio.session import Command, Session, SessionError, Traffic, prepare_spawn
+from ..stdio.transport import SpawnError, resolve
 from . import machine, revisions
-from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start, modern_request,
+from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start,
+                     initialize_request, modern_request,
                      payload_text, result_of, timed_window, tool_session)
 from .settings import Settings
 from .stats import series_warnings, summarize
@@ -190,10 +192,7 @@ def _cold_cache(server: Server, settings: Settings) -> None:
     """Make every cold start of ``server`` start with its files out of the page cache: learn
     the files a warm run maps (one spawn), then evict them all before each spawn and record
     what was evicted and what stayed (``page_cache``)."""
-    from ..stdio.session import Session
-    from ..stdio.transport import SpawnError, resolve
     from .cache import evict, mapped_files, server_files
-    from .probes import initialize_request
 
     session = Session.start(server.command, initialize_request(settings.requested_revision))
     try:
@@ -292,9 +291,6 @@ def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
 
 
 def _modern_once(server: Server, settings: Settings, request: dict, call: ToolCall) -> float:
-    from ..stdio.session import Session
-    from ..stdio.session import prepare_spawn
-
     prepared = prepare_spawn(server.command)
     server.before_spawn()
     with timed_window(settings.pause_ms):
@@ -437,8 +433,6 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
     """The revision matrix of each server and nothing else (``mcpstart revisions``). A server
     that cannot be spawned (not found, no such working directory) fails its row; any answer,
     error, exit or silence of a probe is a finding, not a failure."""
-    from ..stdio.transport import SpawnError, resolve
-
     results = new_results(argv, settings, "sequential", toolchains)
     results.servers = [s.row for s in servers]
     live = [s for s in servers if s.measurable]
@@ -461,9 +455,6 @@ def _first_start(server: Server, settings: Settings) -> None:
     """One start, untimed and unprobed, with the whole ``settings.timeout_s``: a first
     npx/uvx download finishes here instead of being cut off by a short probe (which can
     leave npx's cache broken). Whatever happens is left for the probes to find."""
-    from ..stdio.session import Session
-    from .probes import initialize_request
-
     session = Session.start(server.command, initialize_request(settings.requested_revision))
     try:
         session.wait(1, settings.timeout_s, diagnose=False)
