@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
-from ..stdio.session import Command, Session, SessionError, Traffic, prepare_spawn
+from ..stdio.session import Command, Session, SessionError, Traffic
 from ..stdio.transport import SpawnError, resolve
 from . import machine, revisions
 from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start,
@@ -291,10 +291,9 @@ def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
 
 
 def _modern_once(server: Server, settings: Settings, request: dict, call: ToolCall) -> float:
-    prepared = prepare_spawn(server.command)
     server.before_spawn()
     with timed_window(settings.pause_ms):
-        session = Session.start(server.command, request, prepared, settings.timeout_s)
+        session = Session.start(server.command, request, wait_s=settings.timeout_s)
         try:
             response = session.wait(1, settings.timeout_s)
         finally:

@@ -42,10 +42,10 @@ def one_start(servers, settings) -> dict:
     (every page) as soon as that server's initialize is answered. Returns ``{name:
     {first_byte, initialize, tools_list}}`` in ms from just before the first spawn (None
     for a phase not reached within ``settings.timeout_s`` of its request)."""
-    prepared = [(name, command, prepare_spawn(command)) for name, command in servers]
     sessions: dict[Session, str] = {}
     with timed_window(settings.pause_ms):
-        return _follow(prepared, sessions, settings)
+        return _follow([(name, command, prepare_spawn(command)) for name, command in servers],
+                       sessions, settings)
 
 
 def _follow(prepared, sessions: dict, settings) -> dict:

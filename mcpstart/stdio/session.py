@@ -137,11 +137,12 @@ class Session:
     @classmethod
     def start(cls, command: Command, first_request: dict | None = None,
               prepared: Prepared | None = None, wait_s: float = 0.0) -> "Session":
-        """Spawn ``command`` (no shell, a new session and process group, three pipes) and
-        write ``first_request`` right after the spawn. The clock (``transport.t0_ns``) starts
-        just before the spawn; ``prepared`` (from ``prepare_spawn``) lets the caller do the
-        preparation earlier, outside a pause; ``wait_s`` (a timed spawn) makes the spawn block
-        right away until the server writes something (Transport.start), at most that long.
+        """Spawn ``command`` (no shell, a new session and process group, three pipes) with
+        ``first_request`` already in its stdin pipe. The clock (``transport.t0_ns``) starts
+        just before the request is written and the spawn; ``prepared`` (from
+        ``prepare_spawn``) lets the caller prepare several spawns before the first clock (the
+        all-at-once start); ``wait_s`` (a timed spawn) makes the spawn block right away until
+        the server writes something (Transport.start), at most that long.
 
         Args:
             first_request: a JSON-RPC request (its id must be 1; later requests number on).

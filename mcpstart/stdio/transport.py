@@ -3,14 +3,15 @@ the calling thread.
 
 Everything that can be done before the clock starts is done in ``prepare`` and the
 Transport's constructor (resolve the executable against the child's PATH, build the
-environment, make the pipes and the first poller); ``start`` takes the clock, calls
-``os.posix_spawn``, writes the first message at once and, for a timed spawn, blocks right
-away until the server writes. ``poll`` then waits on stdout, stderr, stdin (while output is
-pending) and the process's pidfd together and stamps each stdout line with
-``time.perf_counter_ns()`` taken the moment ``poll`` woke up for the read that completed it.
-No thread touches the pipes, so an arrival is stamped when it became readable, not when a
-thread got to it. Framing is newline-delimited, as the MCP specification's stdio transport
-prescribes (2025-11-25 and 2026-07-28, "Transports: stdio").
+environment, make the pipes and the first poller); ``start`` rehearses the spawn's argument
+conversion, takes the clock, writes the first message, calls ``os.posix_spawn`` and, for a
+timed spawn, blocks right away until the server writes. ``poll`` then waits on stdout,
+stderr, stdin (while output is pending) and the process's pidfd together and stamps each
+stdout line with ``time.perf_counter_ns()`` taken the moment ``poll`` woke up for the read
+that completed it. No thread touches the pipes, so an arrival is stamped when it became
+readable, not when a thread got to it. Framing is newline-delimited, as the MCP
+specification's stdio transport prescribes (2025-11-25 and 2026-07-28, "Transports:
+stdio").
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-READ_CHUNK = 1 << 20
+READ_CHUNK = 1 << 16
 """stdout is read into one preallocated buffer of this size: no allocation between a wake-up
-and its read."""
+and its read. A pipe holds 64 KiB (the Linux default, pipe(7)), about what one read can
+return; a larger buffer only costs page faults and cache right before the clock."""
+SIGDEF = (signal.SIGPIPE, signal.SIGXFSZ)
+"""Reset to their defaults in the child: Python ignores them, and ignored signals survive
+exec."""
 STDERR_CHUNK = 1 << 16
 MAX_LINE_BYTES = 256 << 20
 """Longest stdout line mcpstart buffers; a server that writes more without a newline fails."""
@@ -148,6 +153,22 @@ def prepare(command: Command) -> Prepared:
                     [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(child)])
 
 
+def rehearse(prepared: Prepared) -> None:
+    """Run ``os.posix_spawn``'s argument conversion once without a spawn, just before the
+    clock: the call is refused with TypeError before any fork, because ``scheduler`` must
+    hold an ``os.sched_param``, and CPython converts argv, the environment and the file
+    actions before it checks that. After the idle pause that conversion is cold in the CPU's
+    caches: measured here with sched and syscall tracepoints, the fork came 154 us after the
+    clock (75-90 us of them before glibc's first syscall) against 84 us from the C harness;
+    rehearsed, 93 us."""
+    try:
+        os.posix_spawn(prepared.path, prepared.argv, prepared.env,
+                       file_actions=prepared.actions, setsid=True, setsigdef=SIGDEF,
+                       scheduler=(os.SCHED_OTHER, None))
+    except (TypeError, NotImplementedError):  # NotImplementedError: no scheduler option
+        pass
+
+
 class Transport:
     """A spawned server and the parent's ends of its pipes: ``Transport(prepare(command))``,
     then ``start()``; finish with ``close()``. Not thread-safe: one thread polls (by design,
@@ -191,17 +212,21 @@ class Transport:
         self._early: tuple[list, int] | None = None
 
     def start(self, first_message: bytes | None = None, wait_s: float = 0.0) -> None:
-        """Take the clock, spawn, write ``first_message`` right after the spawn, and with
-        ``wait_s`` block at once until stdout or stderr has something (at most ``wait_s``).
+        """Take the clock, write ``first_message``, spawn, and with ``wait_s`` block at once
+        until stdout or stderr has something (at most ``wait_s``).
 
-        Waiting here matters: until the parent blocks, its own work competes with the
-        server's start for a CPU (measured here: 200 us of parent work after the write adds
-        about 180 us to a 0.8 ms cold start), so nothing but the write, the closing of the
-        child's pipe ends and the switch back of the working directory (posix_spawn has no
-        chdir) stands between the spawn and this wait; the wake-up it ends with is kept for
-        the next ``poll``. The child runs in a new session (hence a new process group), with
-        SIGPIPE and SIGXFSZ back at their defaults (Python ignores them, and ignored signals
-        survive exec).
+        The first message goes into the pipe just before the spawn, inside the clock: the
+        server finds it at its first read of stdin, as if it were written right after the
+        spawn, and the parent has less to do after the spawn. That matters: on 2 cores the
+        parent, woken when the child execs, runs on the child's CPU and delays it (measured
+        here with sched tracepoints: the parent runs 28 us after the spawn from C, 42 us
+        from CPython, while the child waits; 200 us of parent work add about 180 us to a
+        0.8 ms cold start). So nothing but the closing of the child's pipe ends and the
+        switch back of the working directory (posix_spawn has no chdir) stands between the
+        spawn and this wait; the wake-up it ends with is kept for the next ``poll``. Just
+        before the clock the spawn's argument conversion is rehearsed (``rehearse``). The
+        child runs in a new session (hence a new process group), with SIGPIPE and SIGXFSZ
+        at their defaults.
 
         Raises:
             SpawnError: ``posix_spawn`` failed.
@@ -212,25 +237,26 @@ class Transport:
         try:
             if previous is not None:
                 os.chdir(prepared.cwd)
+            rehearse(prepared)
+            self.t0_ns = time.perf_counter_ns()
+            if first_message:
+                try:
+                    written = os.write(self._stdin, first_message)
+                except BlockingIOError:  # larger than the pipe: the rest during the wait
+                    written = 0
+                self._pending_out += first_message[written:]
             try:
-                self.t0_ns = time.perf_counter_ns()
                 self.pid = os.posix_spawn(prepared.path, prepared.argv, prepared.env,
                                           file_actions=prepared.actions, setsid=True,
-                                          setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+                                          setsigdef=SIGDEF)
             except OSError as err:
                 for fd in (*child, *prepared.parent_fds):
                     os.close(fd)
                 raise SpawnError(err.errno, f"cannot start {os.fsdecode(prepared.argv[0])!r}: "
                                             f"{err.strerror or err}") from err
-            if first_message:  # at once: nothing else between the spawn and this write
-                try:
-                    written = os.write(self._stdin, first_message)
-                except (BlockingIOError, BrokenPipeError):
-                    written = 0
-                self._pending_out += first_message[written:]
             for fd in child:  # without this, no EOF when the child dies
                 os.close(fd)
-            if wait_s > 0:
+            if wait_s > 0 and not self._pending_out:  # else poll() writes the rest first
                 events = self._first.poll(wait_s * 1000)
                 if events:
                     self._early = (events, time.perf_counter_ns())
