@@ -109,46 +109,44 @@ def _finite(ctx, param, value: float) -> float:
     return value
 
 
-def _table_format(ctx, param, value: str) -> str:
-    from tabulate import tabulate_formats
+def _format_check(long_formats: tuple[str, ...] = ()):
+    """A --format callback: any tabulate format, or one of ``long_formats``."""
+    def check(ctx, param, value: str) -> str:
+        from tabulate import tabulate_formats
 
-    if value not in tabulate_formats:
-        raise click.BadParameter(f"{value!r} is not one of {', '.join(tabulate_formats)}",
-                                 ctx, param)
-    return value
+        if value not in (*tabulate_formats, *long_formats):
+            either = f"{', '.join(long_formats)} or one of " if long_formats else "one of "
+            raise click.BadParameter(f"{value!r} is not {either}{', '.join(tabulate_formats)}",
+                                     ctx, param)
+        return value
+    return check
 
 
-def _report_format(ctx, param, value: str) -> str:
-    from tabulate import tabulate_formats
-
-    if value not in (*tabulate_formats, *LONG_FORMATS):
-        raise click.BadParameter(f"{value!r} is not {', '.join(LONG_FORMATS)} or one of "
-                                 f"{', '.join(tabulate_formats)}", ctx, param)
-    return value
+def _check_folder(path: Path, ctx, param) -> None:
+    """Refuse a file path whose folder cannot be written into."""
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write into folder {str(path.parent)!r}", ctx, param)
 
 
 def _export_target(ctx, param, value: str | None) -> str | None:
     """An --export-* FILE: ``-`` (stdout), or a file in a folder that can be written."""
-    if value is None or value == "-":
-        return value
-    path = Path(value)  # a folder: refused by click.Path(dir_okay=False)
-    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"cannot write into folder {str(path.parent)!r}", ctx, param)
+    if value is not None and value != "-":
+        _check_folder(Path(value), ctx, param)  # a folder: refused by click.Path(dir_okay=False)
     return value
 
 
-def _writable_output(ctx, param, value: str) -> Path:
+def _writable_output(ctx, param, value: str | None) -> Path | None:
     from .results import is_results_file
 
+    if value is None:  # optional (revisions): no results file
+        return None
     if not value.strip():
         raise click.BadParameter("is empty", ctx, param)
     path = Path(value)
     if path.with_suffix(".toml") == path:
         raise click.BadParameter("names the JSON results file; its TOML copy is written "
                                  "beside it (use a .json name)", ctx, param)
-    folder = path.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise click.BadParameter(f"cannot write into folder {str(folder)!r}", ctx, param)
+    _check_folder(path, ctx, param)
     for target in (path, path.with_suffix(".toml")):
         if target.is_dir() or (target.exists() and not is_results_file(target)):
             raise click.BadParameter(f"{str(target)!r} exists and is not an mcpstart results "
@@ -208,10 +206,10 @@ require_all_option = click.option(
     "--require-all", is_flag=True,
     help="Treat a server skipped for a missing toolchain as failed (exit 1). CI uses this.")
 format_option = click.option(
-    "--format", "tablefmt", default="github", show_default=True, callback=_table_format,
+    "--format", "tablefmt", default="github", show_default=True, callback=_format_check(),
     help="Table format: any tabulate format, e.g. github (Markdown), plain, simple, grid.")
 report_format_option = click.option(
-    "--format", "fmt", default="github", show_default=True, callback=_report_format,
+    "--format", "fmt", default="github", show_default=True, callback=_format_check(LONG_FORMATS),
     help="Any tabulate format (github is Markdown; plain, simple, grid, ...), or csv / json: "
          "long form, one record {server, file, metric, value, unit} per server, file and "
          "metric, values in the units of their keys.")
@@ -336,11 +334,19 @@ def _plan(command, server_specs, configs, client, name, cwd, only, floor, recipe
         raise InputError(str(err)) from err
 
 
-def _servers(plan, settings, rebuild, cache_dir, require_all):
+def _servers(plan, settings, rebuild, cache_dir, require_all, display):
+    """What measure and revisions do before their first spawn: secrets masked in the
+    display, this process a child subreaper (a server's escaped processes are still found
+    and shut down), the servers built. Returns ``(servers, toolchains, secrets)``."""
     from .measure.run import servers_for
+    from .redact import secrets_of
+    from .stdio.tree import become_subreaper
 
+    secrets = secrets_of([*plan.secrets, *settings.env.values()])
+    display.mask = lambda text: redact(text, secrets)
+    become_subreaper()
     cache = _cache(cache_dir) if plan.recipes else None
-    return servers_for(plan, settings, cache, rebuild, require_all, _progress)
+    return (*servers_for(plan, settings, cache, rebuild, require_all, _progress), secrets)
 
 
 def _run_and_report(servers, settings, toolchains, output, fmt, exports, plan, budget,
@@ -527,8 +533,6 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     first; what was measured stays in the results file).
     """
     from .measure.settings import Settings
-    from .redact import secrets_of
-    from .stdio.tree import become_subreaper
 
     exports = _exports(export_json, export_csv, export_markdown)
     call = _tool_call(call_tool, call_args)
@@ -540,10 +544,8 @@ def measure(runs, warmup, only, output, timeout, protocol_version, payload_bytes
     with _display(quiet) as display:
         plan = _plan(command, server_specs, configs, client, name, cwd, only, floor,
                      recipes_dir)
-        secrets = secrets_of([*plan.secrets, *settings.env.values()])
-        display.mask = lambda text: redact(text, secrets)
-        become_subreaper()
-        servers, toolchains = _servers(plan, settings, rebuild, cache_dir, require_all)
+        servers, toolchains, secrets = _servers(plan, settings, rebuild, cache_dir,
+                                                require_all, display)
         _run_and_report(servers, settings, toolchains, output, fmt, exports, plan, budget,
                         secrets, display)
 
@@ -714,7 +716,7 @@ def doctor(recipes_dir, require_all, tablefmt) -> None:
 @click.option("--timeout", default=defaults.TIMEOUT_S, show_default=True, callback=_finite,
               type=click.FloatRange(min=0, min_open=True),
               help="Seconds the first, unprobed start may take (a first npx/uvx download).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
+@click.option("--output", "-o", type=click.Path(dir_okay=False), callback=_writable_output,
               help="Also write a results file (JSON, with its TOML copy); none without -o.")
 @recipes_option
 @cache_option
@@ -736,7 +738,6 @@ def revisions(names, server_specs, configs, client, cwd, env, probe_timeout, tim
     """
     from .measure.run import revisions_only
     from .measure.settings import Settings
-    from .redact import secrets_of
     from .results import Results
     from .views.revisions import matrix_table
 
@@ -744,15 +745,12 @@ def revisions(names, server_specs, configs, client, cwd, env, probe_timeout, tim
     command = ()
     if "--" in context.meta["mcpstart.argv"]:  # revisions -- COMMAND [ARGS...]
         command, names = names, ()
-    if output is not None:
-        output = _writable_output(context, None, output)
     settings = Settings(env=env, probe_timeout_s=probe_timeout, timeout_s=timeout)
     with _display(quiet) as display:
         plan = _plan(command, server_specs, configs, client, None, cwd, names, False,
                      recipes_dir)
-        secrets = secrets_of([*plan.secrets, *settings.env.values()])
-        display.mask = lambda text: redact(text, secrets)
-        servers, toolchains = _servers(plan, settings, False, cache_dir, False)
+        servers, toolchains, secrets = _servers(plan, settings, False, cache_dir, False,
+                                                display)
         results = revisions_only(servers, settings, _redacted_argv(), toolchains, display)
     results.secrets = secrets
     click.echo(matrix_table(Results.from_dict(results.to_dict()), tablefmt))

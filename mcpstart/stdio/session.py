@@ -470,9 +470,9 @@ def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response 
         if outcomes:
             return outcomes
         remaining = min(deadline for _, deadline in waits.values()) - time.monotonic()
-        pending = list(waits)
-        for transport, lines in poll_many([s.transport for s in pending], remaining).items():
-            next(s for s in pending if s.transport is transport)._backlog.extend(lines)
+        owner = {session.transport: session for session in waits}
+        for transport, lines in poll_many(list(owner), remaining).items():
+            owner[transport]._backlog.extend(lines)
 
 
 _LIVE: set[Session] = set()

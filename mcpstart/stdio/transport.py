@@ -97,6 +97,12 @@ class Prepared:
     parent_fds: tuple[int, int, int]
     actions: list[tuple[int, int, int]]
 
+    def spawn(self, **extra) -> int:
+        """``os.posix_spawn`` of this spawn, in a new session, SIGDEF at their defaults;
+        ``extra``: further keyword arguments. Returns the pid."""
+        return os.posix_spawn(self.path, self.argv, self.env, file_actions=self.actions,
+                              setsid=True, setsigdef=SIGDEF, **extra)
+
 
 def _high_fd(fd: int) -> int:
     """``fd`` moved to 3 or above (close-on-exec), so dup2 onto 0-2 in the child always works."""
@@ -162,9 +168,7 @@ def rehearse(prepared: Prepared) -> None:
     clock (75-90 us of them before glibc's first syscall) against 84 us from the C harness;
     rehearsed, 93 us."""
     try:
-        os.posix_spawn(prepared.path, prepared.argv, prepared.env,
-                       file_actions=prepared.actions, setsid=True, setsigdef=SIGDEF,
-                       scheduler=(os.SCHED_OTHER, None))
+        prepared.spawn(scheduler=(os.SCHED_OTHER, None))
     except (TypeError, NotImplementedError):  # NotImplementedError: no scheduler option
         pass
 
@@ -246,9 +250,7 @@ class Transport:
                     written = 0
                 self._pending_out += first_message[written:]
             try:
-                self.pid = os.posix_spawn(prepared.path, prepared.argv, prepared.env,
-                                          file_actions=prepared.actions, setsid=True,
-                                          setsigdef=SIGDEF)
+                self.pid = prepared.spawn()
             except OSError as err:
                 for fd in (*child, *prepared.parent_fds):
                     os.close(fd)
