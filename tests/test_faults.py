@@ -12,6 +12,7 @@ import pytest
 from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.probes import Skips, ToolCall, cold_start, initialize_request, tool_session
 from mcpstart.measure.settings import Settings
+from mcpstart.measure.startup import one_start
 from mcpstart.results import ServerResult
 from mcpstart.stdio.session import (Command, Exited, FramingError, NoAnswer, Session,
                                     SessionError, Traffic)
@@ -333,6 +334,16 @@ def test_a_cursor_that_never_advances_stops_with_a_warning(fake):
     assert {"kind": "paging", "metric": "tools",
             "detail": "tools/list paging stopped: nextCursor 'same' repeated a cursor already "
                       "followed"} in row.warnings
+
+
+def test_the_all_at_once_start_follows_pages_and_stops_a_looping_cursor(fake):
+    settings = Settings(timeout_s=5, pause_ms=0)
+    started = time.monotonic()
+    times = one_start([("paged", fake("--pages", "3")), ("loop", fake("--cursor-loop"))],
+                      settings)
+    assert time.monotonic() - started < 5  # no page waited out a timeout
+    for name in ("paged", "loop"):
+        assert times[name]["initialize"] < times[name]["tools_list"]
 
 
 # 14. a launcher that exits at once, its child serving

@@ -176,6 +176,20 @@ class ToolList:
                     None)
 
 
+def paging_stop(cursor: object, seen: set[str], pages: int, tools: int) -> str | None:
+    """Why ``tools/list`` paging stops at a ``nextCursor`` that is present, after ``pages``
+    pages holding ``tools`` tools and the cursors ``seen`` already followed; None: follow it.
+    Guards against a cursor that is not a string, one that never advances, and more than
+    MAX_PAGES pages / MAX_TOOLS tools."""
+    if not isinstance(cursor, str):
+        return f"nextCursor {json.dumps(cursor)[:60]} is not a string"
+    if cursor in seen:
+        return f"nextCursor {cursor[:60]!r} repeated a cursor already followed"
+    if pages >= MAX_PAGES or tools >= MAX_TOOLS:
+        return f"{pages} pages / {tools} tools reached (limits {MAX_PAGES} / {MAX_TOOLS})"
+    return None
+
+
 def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> ToolList:
     """``tools/list``, following ``nextCursor`` until it is absent (MCP pagination), stopped
     with a warning by a cursor seen before or past MAX_PAGES pages / MAX_TOOLS tools.
@@ -198,15 +212,9 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
         tools += page
         pages, size = pages + 1, size + response.size_bytes
         cursor = result.get("nextCursor")
-        stop = None
         if cursor is None:
             break
-        if not isinstance(cursor, str):
-            stop = f"nextCursor {json.dumps(cursor)[:60]} is not a string"
-        elif cursor in seen:
-            stop = f"nextCursor {cursor[:60]!r} repeated a cursor already followed"
-        elif pages >= MAX_PAGES or len(tools) >= MAX_TOOLS:
-            stop = f"{pages} pages / {len(tools)} tools reached (limits {MAX_PAGES} / {MAX_TOOLS})"
+        stop = paging_stop(cursor, seen, pages, len(tools))
         if stop:
             warnings.append({"kind": "paging", "metric": "tools",
                              "detail": f"tools/list paging stopped: {stop}"})

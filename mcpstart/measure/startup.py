@@ -12,7 +12,7 @@ import time
 
 from .. import Step
 from ..stdio.session import Session, SessionError, prepare_spawn, wait_any
-from .probes import initialize_request, timed_window
+from .probes import initialize_request, paging_stop, timed_window
 from .stats import summarize
 
 LIMITS_S = (10.0, 30.0, 60.0)
@@ -57,6 +57,7 @@ def _follow(prepared, sessions: dict, settings) -> dict:
         times = {name: {"first_byte": None, "initialize": None, "tools_list": None}
                  for name in sessions.values()}
         waits = {s: (1, time.monotonic() + settings.timeout_s) for s in sessions}
+        paging = {s: (set(), 0, 0) for s in sessions}  # cursors followed, pages, tools
         while waits:
             for session, answer in wait_any(waits).items():
                 del waits[session]
@@ -69,12 +70,18 @@ def _follow(prepared, sessions: dict, settings) -> dict:
                     cursor = None
                 else:
                     result = answer.message.get("result")
-                    cursor = result.get("nextCursor") if isinstance(result, dict) else None
-                    if not (isinstance(cursor, str) and cursor):
-                        phases["tools_list"] = _ms(answer.at_ns, start)
+                    result = result if isinstance(result, dict) else {}
+                    page = result.get("tools")
+                    seen, pages, tools = paging[session]
+                    pages, tools = pages + 1, tools + (len(page) if isinstance(page, list) else 0)
+                    cursor = result.get("nextCursor")
+                    if cursor is None or paging_stop(cursor, seen, pages, tools):
+                        phases["tools_list"] = _ms(answer.at_ns, start)  # the last page taken
                         continue
+                    seen.add(cursor)
+                    paging[session] = (seen, pages, tools)
                 request = session.send_request("tools/list",
-                                               {"cursor": cursor} if cursor else {})
+                                               {"cursor": cursor} if cursor is not None else {})
                 waits[session] = (request, time.monotonic() + settings.timeout_s)
         for session, name in sessions.items():
             times[name]["first_byte"] = _ms(session.transport.first_byte_ns, start)
