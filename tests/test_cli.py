@@ -298,6 +298,12 @@ def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(t
     rows = {s["name"]: s for s in json.loads(out.read_text())["servers"]}
     assert rows["gone"]["status"] == "failed" and "cannot start" in rows["gone"]["reason"]
     assert rows["modern"]["protocol"]["era"] == "modern"
+    script = tmp_path / "bad-interpreter.sh"  # passes the PATH lookup, fails at exec
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
+    broken = CliRunner().invoke(main, ["revisions", "--server", f"bad={script}"])
+    assert broken.exit_code == 1, broken.output
+    assert "- bad: failed: cannot start" in broken.stdout
 
 
 def test_interleaved_rounds_follow_a_seeded_shuffle(tmp_path):

@@ -8,6 +8,7 @@ Per-server figures are measured one server at a time, never two at once (design.
 from __future__ import annotations
 
 import glob
+import os
 import random
 import signal
 from collections.abc import Callable
@@ -17,7 +18,6 @@ from datetime import datetime, timezone
 from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
 from ..stdio.session import Command, Session, SessionError, Traffic
-from ..stdio.transport import SpawnError, resolve
 from . import machine, revisions
 from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start,
                      initialize_request, modern_request,
@@ -205,11 +205,7 @@ def _cold_cache(server: Server, settings: Settings) -> None:
                 continue
     finally:
         session.shutdown()
-    try:
-        executable = resolve(server.command)
-    except SpawnError as err:
-        raise SessionError(err.strerror) from err
-    files = server_files(executable, server.artifacts, mapped)
+    files = server_files(os.fsdecode(session.transport.prepared.path), server.artifacts, mapped)
     record = {"files": len(files), "evicted_bytes": [], "resident_bytes": [],
               "resident_note": None}
     server.row.page_cache = record
@@ -438,26 +434,29 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
     for index, server in enumerate(live, 1):
         server.row.protocol = {"requested_revision": settings.requested_revision}
         server.row.command = server.command.record()
-        try:
-            resolve(server.command)
-        except SpawnError as err:
-            server.row.fail(err.strerror)
-            continue
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
-        _first_start(server, settings)
-        _guard(server, lambda s=server: _matrix(s, settings))
+        if _first_start(server, settings):
+            _guard(server, lambda s=server: _matrix(s, settings))
     return results
 
 
-def _first_start(server: Server, settings: Settings) -> None:
+def _first_start(server: Server, settings: Settings) -> bool:
     """One start, untimed and unprobed, with the whole ``settings.timeout_s``: a first
     npx/uvx download finishes here instead of being cut off by a short probe (which can
-    leave npx's cache broken). Whatever happens is left for the probes to find."""
-    session = Session.start(server.command, initialize_request(settings.requested_revision))
+    leave npx's cache broken). Whatever the server does is left for the probes to find;
+    returns False, with the row failed, when the program cannot be started at all (not
+    found, no such working directory, an interpreter line naming no program)."""
+    try:
+        session = Session.start(server.command,
+                                initialize_request(settings.requested_revision))
+    except SessionError as err:
+        server.row.fail(str(err))
+        return False
     try:
         session.wait(1, settings.timeout_s, diagnose=False)
     except SessionError:
         pass
     finally:
         session.shutdown(grace_s=0.5)
+    return True
