@@ -285,12 +285,11 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
     exact = reset_high_water_marks(processes)
     with Sampler(processes) as sampler:
         action()
-        marks = high_water_marks(processes) if exact else {}
-    alive = set(high_water_marks(processes))
+        current = high_water_marks(processes)  # read once: the marks and who is alive
+    alive = set(current)
     one = (first_marks is not None and len(first_marks) == 1 and len(idle_processes) == 1
            and set(sampler.seen) <= set(first_marks))
-    if one:
-        marks = first_marks
+    marks = first_marks if one else current if exact else {}
     rows = {row["pid"]: dict(row) for row in idle_processes}
     for pid, info in sampler.seen.items():
         rows.setdefault(pid, {**info, "ppid": None, "idle_rss_bytes": None,
