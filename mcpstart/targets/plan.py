@@ -79,10 +79,9 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
             raise PlanError(f"{config}: no MCP servers in it (read as a {found.client} config; "
                             "--client NAME reads it as another client's)")
         taken = set(plan.names)  # a name two configs share gets its client: "fs@zed"
-        plan.targets += [replace(t, name=f"{t.name}@{found.client}") if t.name in taken else t
-                         for t in found.targets]
-        plan.skipped += [replace(s, name=f"{s.name}@{found.client}") if s.name in taken else s
-                         for s in found.skipped]
+        for entries, more in ((plan.targets, found.targets), (plan.skipped, found.skipped)):
+            entries += [replace(e, name=f"{e.name}@{found.client}") if e.name in taken else e
+                        for e in more]
         plan.notes += [f"{config}: {note}" for note in found.notes]
     named = bool(command or server_specs or configs)
     try:
