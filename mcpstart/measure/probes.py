@@ -28,8 +28,6 @@ MODERN_REVISION = "2026-07-28"
 ``params._meta`` (MCP specification 2026-07-28, basic/index and server/discover)."""
 META = "io.modelcontextprotocol/"
 PAYLOAD_MARK = "{payload}"
-SMALL_PAYLOAD_BYTES = 16
-"""Size of the text in the first tool call of a cold start and in the warm round trips."""
 MAX_PAGES = 100
 MAX_TOOLS = 10_000
 UNICODE_CHECK = "mcp e\u0301t\u00e9 \U0001F600 \u6f22\u5b57!"
@@ -69,6 +67,11 @@ def payload_text(size: int) -> str:
     """``size`` ASCII characters with no symmetry, so a wrong reversal cannot pass."""
     alphabet = string.ascii_letters + string.digits
     return (alphabet * (size // len(alphabet) + 1))[:size]
+
+
+SMALL_TEXT = payload_text(16)
+"""The text of the first tool call of a cold start, of the modern-era first call and of the
+warm round trips: made once, not inside a timed phase."""
 
 
 @dataclass(frozen=True)
@@ -359,7 +362,7 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
         return
     if call and f"tools/call {call.name}" not in skips:
         try:
-            outcome = call_tool(session, call, payload_text(SMALL_PAYLOAD_BYTES), timeout_s)
+            outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
             if outcome.is_error:
                 raise tool_error(call, outcome)
             sample["first_call"] = _ms(session, outcome.response.at_ns)
@@ -465,10 +468,9 @@ def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) 
     Raises:
         SessionError: a call got no usable answer or its tool reported an error.
     """
-    text = payload_text(SMALL_PAYLOAD_BYTES)
     samples = []
     for _ in range(count):
-        outcome = call_tool(session, call, text, timeout_s)
+        outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
         if outcome.is_error:
             raise tool_error(call, outcome)
         samples.append((outcome.response.at_ns - outcome.response.sent_ns) / 1e6)

@@ -19,9 +19,8 @@ from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
 from ..stdio.session import Command, Session, SessionError, Traffic
 from . import machine, revisions
-from .probes import (SMALL_PAYLOAD_BYTES, ProbeError, Skips, ToolCall, cold_start,
-                     initialize_request, modern_request,
-                     payload_text, result_of, timed_window, tool_session)
+from .probes import (SMALL_TEXT, ProbeError, Skips, ToolCall, cold_start, initialize_request,
+                     modern_request, result_of, timed_window, tool_session)
 from .settings import Settings
 from .stats import series_warnings, summarize
 
@@ -273,8 +272,7 @@ def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
     call = settings.call or ToolCall()
     firsts = {"discover": modern_request("server/discover")}
     if listing and listing.find(call.name):
-        firsts["first_call"] = modern_request("tools/call", call.params(
-            payload_text(SMALL_PAYLOAD_BYTES)))
+        firsts["first_call"] = modern_request("tools/call", call.params(SMALL_TEXT))
     for series, request in firsts.items():
         if series in server.skips:
             continue
