@@ -69,27 +69,17 @@ class Check:
         return self.status == "ok"
 
 
-def _status_value(pid: int, key: str) -> int | None:
-    """A ``kB`` line of /proc/PID/status in bytes (None when absent)."""
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
 def _mib(value: int) -> str:
     return f"{value / MIB:.1f} MiB"
 
 
 def check_status(pid: int) -> Check:
-    """VmRSS and VmHWM of the probe child from /proc/PID/status."""
+    """RSS and VmHWM of the probe child, read as measure reads them (measure.memory: RSS
+    from /proc/PID/statm, VmHWM from /proc/PID/status)."""
+    from .measure.memory import high_water_mark, rss as resident
+
     gives = "RSS and peak RSS (VmHWM) of every process of a server"
-    try:
-        rss, hwm = _status_value(pid, "VmRSS"), _status_value(pid, "VmHWM")
-    except (OSError, ValueError) as err:
-        return Check("/proc/PID/status", "missing", f"unreadable: {err}",
-                     "no memory figures at all", True)
+    rss, hwm = resident(pid), high_water_mark(pid)
     if rss is None or hwm is None:
         return Check("/proc/PID/status", "missing", "no VmRSS or VmHWM line",
                      "no memory figures at all", True)
@@ -101,12 +91,14 @@ def check_clear_refs(pid: int) -> Check:
     TOUCH_MIB to about the current RSS."""
     without = ("peak RSS under the large call is sampled (peak_method \"sampled\"): a lower "
                "bound that can miss a short spike")
+    from .measure.memory import high_water_mark
+
     try:
-        before = _status_value(pid, "VmHWM")
+        before = high_water_mark(pid)
         with open(f"/proc/{pid}/clear_refs", "w") as handle:
             handle.write("5")
-        after = _status_value(pid, "VmHWM")
-    except (OSError, ValueError) as err:
+        after = high_water_mark(pid)
+    except OSError as err:
         return Check("clear_refs", "missing", f"cannot reset VmHWM: {err}", without)
     if before is None or after is None or before - after < TOUCH_MIB // 2 * MIB:
         return Check("clear_refs", "missing", f"written, but VmHWM did not drop "
