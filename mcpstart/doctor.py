@@ -35,7 +35,7 @@ import select
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 MIB = 1024 * 1024
 TOUCH_MIB = 64
@@ -207,18 +207,17 @@ def check_load() -> Check:
 
 def toolchain_checks(recipes, require_all: bool = False) -> list[Check]:
     """One row per toolchain of the recipes (its version line, or why it is unusable, from
-    targets.build.toolchain_versions), then one "servers" row: which recipes have every
+    targets.build.toolchain_version), then one "servers" row: which recipes have every
     toolchain, needed to have at least one."""
-    from .targets.build import toolchain_versions
+    from .targets.build import toolchain_version
 
-    users: dict[tuple, list] = {}  # (name, version argv) -> [recipe, ...]
+    users: dict[tuple, tuple] = {}  # (name, version argv) -> (toolchain, [recipe, ...])
     for recipe in recipes:
         for tool in recipe.toolchains:
-            users.setdefault((tool.name, tuple(tool.version_argv)), []).append(recipe)
+            users.setdefault((tool.name, tuple(tool.version_argv)), (tool, []))[1].append(recipe)
     checks, missing = [], set()
-    for (name, _), using in users.items():
-        tool = next(t for t in using[0].toolchains if t.name == name)
-        versions, problem = toolchain_versions(replace(using[0], toolchains=[tool]))
+    for (name, _), (tool, using) in users.items():
+        version, problem = toolchain_version(tool)
         names = ", ".join(r.name for r in using)
         if problem:
             missing |= {r.name for r in using}
@@ -228,7 +227,7 @@ def toolchain_checks(recipes, require_all: bool = False) -> list[Check]:
                                                       "; the other servers are measured"),
                                 require_all))
         else:
-            checks.append(Check(f"toolchain {name}", "ok", versions[name], f"builds {names}",
+            checks.append(Check(f"toolchain {name}", "ok", version, f"builds {names}",
                                 require_all))
     ready = [r.name for r in recipes if r.name not in missing]
     found = f"{len(ready)} of {len(recipes)} can be built" + (f": {', '.join(ready)}"

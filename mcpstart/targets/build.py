@@ -107,25 +107,35 @@ class Build:
                        self.expand(cwd) if cwd else None, {**env, **(extra_env or {})})
 
 
+def toolchain_version(tool) -> tuple[str | None, str | None]:
+    """Ask one toolchain (a recipe's ``Toolchain``) its version. Returns ``(version line,
+    None)``, or ``(None, why it is unusable)``: "<program> not found", or its version command
+    failed."""
+    program = tool.version_argv[0]
+    if shutil.which(program) is None:
+        return None, f"{program} not found"
+    argv = " ".join(tool.version_argv)
+    try:
+        done = subprocess.run(tool.version_argv, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"{program} found, but `{argv}` failed: {err}"
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    if done.returncode:
+        return None, (f"{program} found, but `{argv}` exited with code {done.returncode}: "
+                      f"{lines[-1] if lines else ''}")
+    return (lines[0] if lines else ""), None
+
+
 def toolchain_versions(recipe: Recipe) -> tuple[dict[str, str], str | None]:
     """Ask each toolchain its version. Returns ``(versions, missing)``: ``missing`` says why
-    a toolchain is unusable ("<program> not found", or its version command failed), else None."""
+    a toolchain is unusable (``toolchain_version``), else None."""
     versions = {}
     for tool in recipe.toolchains:
-        program = tool.version_argv[0]
-        if shutil.which(program) is None:
-            return versions, f"{program} not found"
-        argv = " ".join(tool.version_argv)
-        try:
-            done = subprocess.run(tool.version_argv, capture_output=True, text=True, timeout=60,
-                                  stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return versions, f"{program} found, but `{argv}` failed: {err}"
-        lines = (done.stdout or done.stderr).strip().splitlines()
-        if done.returncode:
-            return versions, (f"{program} found, but `{argv}` exited with code "
-                              f"{done.returncode}: {lines[-1] if lines else ''}")
-        versions[tool.name] = lines[0] if lines else ""
+        version, missing = toolchain_version(tool)
+        if missing:
+            return versions, missing
+        versions[tool.name] = version
     return versions, None
 
 
