@@ -239,3 +239,23 @@ def test_server_files_of_java_and_ruby_include_their_library_tree(tmp_path, prog
     write(tmp_path / "outside", 10)
     files = server_files(str(tmp_path / "bin" / program), [], [])
     assert files == [str(tmp_path / "bin" / program), str(library)]
+
+
+def test_a_server_whose_cold_cache_start_fails_runs_no_uncached_cold_starts(tmp_path):
+    """The start that learns the mapped files fails; later starts would answer. Runs with
+    nothing evicted must not be recorded under --cache-state cold."""
+    import json
+
+    from click.testing import CliRunner
+
+    from conftest import FAKE
+    from mcpstart.cli import main
+
+    marker, out = tmp_path / "started-once", tmp_path / "r.json"
+    script = f'test -e {marker} || {{ touch {marker}; exit 1; }}; exec {sys.executable} {FAKE}'
+    result = CliRunner().invoke(main, ["measure", "--runs", "1", "--warmup", "0", "--cache-state",
+                                       "cold", "-o", str(out), "--", "sh", "-c", script])
+    assert result.exit_code == 1, result.output
+    row = json.loads(out.read_text())["servers"][0]
+    assert row["status"] == "failed" and "exited with code 1" in row["reason"]
+    assert json.loads(out.read_text())["run_sequence"] == []

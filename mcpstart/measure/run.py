@@ -110,6 +110,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
     if settings.cache_state == "cold":
         for server in live:
             _guard(server, lambda s=server: _cold_cache(s, settings))
+        live = [s for s in live if s.measurable]  # unevicted runs must not pass as cold
     on_update(results)
     # the cold starts come first: a warm-up run, with the whole --timeout, absorbs a first
     # npx/uvx download, which a short protocol probe would cut off (and npx's cache with it)
