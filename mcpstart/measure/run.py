@@ -138,26 +138,23 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
         on_update(results)
 
 
-def _ready_ms(run: dict) -> float | None:
-    return run["tools_list"] if run.get("tools_list") is not None else run.get("handshake")
-
-
 def _guard_startup(started: list[Server], settings: Settings, budget: list[float],
                    results: Results, progress: Progress) -> None:
     """The all-at-once startup; a failure there is a warning of the run, never a lost row."""
     from statistics import median
 
-    from .startup import measure_startup
+    from .startup import measure_startup, ready_ms
 
-    def counted(server: Server) -> list[float]:
-        return [v for r in server.runs if not r["warmup"] and (v := _ready_ms(r)) is not None]
-
+    ready = {s.row.name: [(v, r["warmup"]) for r in s.runs
+                          if (v := ready_ms(r.get("tools_list"), r.get("handshake"))) is not None]
+             for s in started}
+    counted = {name: [v for v, warmup in pairs if not warmup] for name, pairs in ready.items()}
     try:
         results.startup = measure_startup(
             [(s.row.name, s.command) for s in started], settings, budget,
             {s.row.name: s.limit_s for s in started if s.limit_s},
-            {s.row.name: [v for r in s.runs if (v := _ready_ms(r)) is not None] for s in started},
-            {s.row.name: median(counted(s)) for s in started if counted(s)},
+            {name: [v for v, _ in pairs] for name, pairs in ready.items()},
+            {name: median(values) for name, values in counted.items() if values},
             {s.row.name: ((s.row.memory or {}).get("idle_rss_bytes"),
                           (s.row.memory or {}).get("idle_pss_bytes")) for s in started},
             progress)

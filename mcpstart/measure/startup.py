@@ -91,8 +91,14 @@ def _follow(prepared, sessions: dict, settings) -> dict:
             session.shutdown()
 
 
+def ready_ms(tools_list: float | None, initialize: float | None) -> float | None:
+    """The ready rule (the ``ready_rule`` of the startup block): ms to the last tools/list
+    page, else to the initialize answer; None when neither came."""
+    return tools_list if tools_list is not None else initialize
+
+
 def _ready(phases: dict) -> float | None:
-    return phases["tools_list"] if phases["tools_list"] is not None else phases["initialize"]
+    return ready_ms(phases["tools_list"], phases["initialize"])
 
 
 def measure_startup(servers, settings, limits: list[float], own_limits: dict[str, float],
