@@ -114,14 +114,14 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
     on_update(results)
     # the cold starts come first: a warm-up run, with the whole --timeout, absorbs a first
     # npx/uvx download, which a short protocol probe would cut off (and npx's cache with it)
-    _cold_starts(live, settings, order, results, progress, on_update, _one_run)
+    _cold_starts(live, settings, order, results, progress, on_update, "handshake")
     for index, server in enumerate(live, 1):
         if not _could_not_start(server):
             progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix",
                           "matrix", server.row.name))
             _guard(server, lambda s=server: _matrix(s, settings))
     modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
-    _cold_starts(modern, settings, order, results, progress, on_update, _modern_run)
+    _cold_starts(modern, settings, order, results, progress, on_update, "modern")
     for index, server in enumerate(live, 1):
         if not _could_not_start(server):
             step = lambda text, n=server.row.name: progress(
@@ -162,14 +162,19 @@ def _guard_startup(started: list[Server], settings: Settings, budget: list[float
         results.startup = {"error": str(err)}
 
 
-def _guard(server: Server, step: Callable[[], None]) -> None:
-    """Run one step of a server; its failure fails the row, never the run."""
+def _guard(server: Server, step: Callable[[], None], prefix: str = "") -> bool:
+    """Run one step of a server; its failure fails the row (the cause after ``prefix``),
+    never the run. Returns False when it failed."""
     try:
         step()
     except SessionError as err:
-        server.row.fail(str(err))
+        server.row.fail(f"{prefix}{err}")
     except Exception as err:  # unexpected data from one server must not end the run
-        server.row.fail(f"mcpstart could not measure this server: {type(err).__name__}: {err}")
+        server.row.fail(f"{prefix}mcpstart could not measure this server: "
+                        f"{type(err).__name__}: {err}")
+    else:
+        return True
+    return False
 
 
 def _could_not_start(server: Server) -> bool:
@@ -218,14 +223,16 @@ def _cold_cache(server: Server, settings: Settings) -> None:
 
 def _cold_starts(servers: list[Server], settings: Settings, order: str, results: Results,
                  progress: Progress, on_update: Callable[[Results], None],
-                 one_run: Callable[[Server, Settings, bool], None]) -> None:
-    """Warm-up and counted runs of ``one_run`` for each server, in ``order``; each run is
-    recorded in ``results.run_sequence``. A server whose run fails keeps its samples and
-    leaves the later rounds."""
-    rounds = settings.warmup + settings.runs
+                 series: str) -> None:
+    """Warm-up and counted runs of one ``series`` ("handshake": ``_one_run``, "modern":
+    ``_modern_run``) for each server, in ``order``; each run is recorded in
+    ``results.run_sequence``. A server whose run fails keeps its samples and leaves the later
+    rounds."""
+    one_run, what = ((_one_run, "cold start") if series == "handshake"
+                     else (_modern_run, "modern-era cold start"))
+    group = 0 if order == "interleave" else 1  # a round, or one server's series
     by_name = {s.row.name: s for s in servers}
-    sequence = run_order(list(by_name), rounds, order, settings.seed)
-    series = "modern" if one_run is _modern_run else "handshake"
+    sequence = run_order(list(by_name), settings.warmup + settings.runs, order, settings.seed)
     for position, (round_, name) in enumerate(sequence):
         server = by_name[name]
         if server.stopped:
@@ -233,21 +240,12 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
         warmup = round_ < settings.warmup
         label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
                  else f"run {round_ - settings.warmup + 1}/{settings.runs}")
-        what = "cold start" if series == "handshake" else "modern-era cold start"
         progress(Step(f"{name}: {what} {label}", "cold start", name, position, len(sequence)))
         results.run_sequence.append({"series": series, "round": round_, "server": name,
                                      "warmup": warmup})
-        try:
-            one_run(server, settings, warmup)
-        except SessionError as err:
-            server.row.fail(f"{what} {label}: {err}")
-            server.stopped = True
-        except Exception as err:  # unexpected data from one server must not end the run
-            server.row.fail(f"{what} {label}: mcpstart could not measure this server: "
-                            f"{type(err).__name__}: {err}")
+        if not _guard(server, lambda: one_run(server, settings, warmup), f"{what} {label}: "):
             server.stopped = True
         _summarize(server)
-        group = 0 if order == "interleave" else 1  # a round, or one server's series
         if position + 1 == len(sequence) or \
                 sequence[position + 1][group] != sequence[position][group]:
             on_update(results)
