@@ -14,7 +14,7 @@ from pathlib import Path
 import statistics
 
 from mcpstart.measure.probes import Skips, cold_start
-from mcpstart.stdio.session import Command
+from mcpstart.command import Command
 
 SERVER_C = r"""
 #include <stdio.h>

@@ -20,10 +20,10 @@ from .redact import redact
 CLIENT_CHOICES = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 LONG_FORMATS = ("csv", "json")
-"""--format values besides tabulate's: long-form records (views.exports.records_csv/json)."""
+"""--format values besides tabulate's: long-form records (views/exports/long_csv.py, long_json.py)."""
 EXPORTS = (("json", "hyperfine's JSON shape (seconds)"), ("csv", "hyperfine's CSV (seconds)"),
            ("markdown", "hyperfine's Markdown table"))
-"""--export-NAME options, each written by views.exports.export_NAME."""
+"""--export-NAME options, each written by views/exports/hyperfine_NAME.py."""
 
 
 
@@ -245,10 +245,14 @@ def _show(loaded: list, fmt: str, targets: dict[str, str | None], labels=None, m
           transpose: bool = False) -> None:
     """Write the --export-* files, then print the table (or long-form csv / json records)
     of ``loaded`` results, unless an export went to stdout (``-``) in its place."""
-    from .views import exports
+    from importlib import import_module
+
     from .views.table import UnknownMetric, table
 
-    long_form = {"csv": exports.records_csv, "json": exports.records_json}.get(fmt)
+    long_form = {"csv": "long_csv.records_csv", "json": "long_json.records_json"}.get(fmt)
+    if long_form:
+        module, function = long_form.split(".")
+        long_form = getattr(import_module(f".views.exports.{module}", __package__), function)
     try:
         text = (long_form(loaded, labels, metrics) if long_form else
                 table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose) + "\n")
@@ -257,7 +261,8 @@ def _show(loaded: list, fmt: str, targets: dict[str, str | None], labels=None, m
     for name, target in targets.items():
         if not target:
             continue
-        export = getattr(exports, f"export_{name}")(loaded, labels)
+        export = getattr(import_module(f".views.exports.hyperfine_{name}", __package__),
+                         f"export_{name}")(loaded, labels)
         if target == "-":
             text = export
             continue
@@ -289,10 +294,10 @@ def main() -> None:
 
 
 def _tool_call(name: str | None, args: str | None):
-    """--call and --args as a probes.ToolCall (None: the default, reverse_text)."""
+    """--call and --args as a wire.ToolCall (None: the default, reverse_text)."""
     import json
 
-    from .measure.probes import PAYLOAD_MARK, ToolCall
+    from .wire import PAYLOAD_MARK, ToolCall
 
     if args is not None and name is None:
         raise click.UsageError("--args needs --call TOOL")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from mcpstart.stdio.session import Command
+from mcpstart.command import Command
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
 

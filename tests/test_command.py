@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcpstart.targets.command import DOCKER_NOTE, launch_notes, parse_server_option, server_name
+from mcpstart.targets.cmdline import DOCKER_NOTE, launch_notes, parse_server_option, server_name
 
 
 @pytest.mark.parametrize("argv, name", [

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpstart.cli import main
-from mcpstart.measure.stats import summarize
+from mcpstart.stats import summarize
 from mcpstart.views.compare import compare, render
 
 HANDSHAKE = [20.4, 19.8, 20.1, 21.0, 20.3, 19.9]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpstart.targets.command import DOCKER_NOTE, Skipped, Target
+from mcpstart.targets.cmdline import DOCKER_NOTE, Skipped, Target
 from mcpstart.targets.configs import ConfigError, load_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "configs"

@@ -10,11 +10,13 @@ import psutil
 import pytest
 
 from mcpstart.measure.memory import SettleRule
-from mcpstart.measure.probes import Skips, ToolCall, cold_start, initialize_request, tool_session
+from mcpstart.measure.probes import Skips, cold_start, tool_session
+from mcpstart.wire import ToolCall, initialize_request
 from mcpstart.measure.settings import Settings
 from mcpstart.measure.startup import one_start
 from mcpstart.results import ServerResult
-from mcpstart.stdio.session import (Command, Exited, FramingError, NoAnswer, Session,
+from mcpstart.command import Command
+from mcpstart.stdio.session import (Exited, FramingError, NoAnswer, Session,
                                     SessionError, Traffic)
 
 from conftest import FAKE

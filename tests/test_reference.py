@@ -15,8 +15,9 @@ from click.testing import CliRunner
 
 from mcpstart.cli import main
 from mcpstart.measure import memory
-from mcpstart.measure.probes import initialize_request
-from mcpstart.stdio.session import Command, Session
+from mcpstart.wire import initialize_request
+from mcpstart.command import Command
+from mcpstart.stdio.session import Session
 from mcpstart.targets.recipes import load_recipes
 
 pytestmark = pytest.mark.e2e

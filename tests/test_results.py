@@ -5,7 +5,7 @@ import tomllib
 import pytest
 
 from mcpstart.results import Results, ResultsError, ServerResult, load
-from mcpstart.measure.stats import summarize
+from mcpstart.stats import summarize
 
 
 def sample_results() -> Results:

@@ -2,7 +2,7 @@ import statistics
 
 import pytest
 
-from mcpstart.measure.stats import P95_MIN_SAMPLES, summarize
+from mcpstart.stats import P95_MIN_SAMPLES, summarize
 
 
 def test_summary_of_known_values():
@@ -45,7 +45,7 @@ from fractions import Fraction
 from itertools import combinations
 from math import comb
 
-from mcpstart.measure.stats import mann_whitney_greater, median_ci, series_warnings, smallest_p
+from mcpstart.stats import mann_whitney_greater, median_ci, series_warnings, smallest_p
 
 
 def shuffled(n: int) -> list[float]:

@@ -7,7 +7,8 @@ import time
 
 import psutil
 
-from mcpstart.stdio.transport import Command, Transport, prepare, rehearse
+from mcpstart.command import Command
+from mcpstart.stdio.transport import Transport, prepare, rehearse
 
 ECHO_LENGTH = "import sys; print(len(sys.stdin.buffer.readline()))"
 

@@ -12,7 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from mcpstart.cli import main
-from mcpstart.views import exports
+from mcpstart.views.exports.hyperfine_csv import export_csv
+from mcpstart.views.exports.hyperfine_json import export_json
+from mcpstart.views.exports.hyperfine_markdown import export_markdown
+from mcpstart.views.exports.long_csv import records_csv
+from mcpstart.views.exports.long_json import records_json
+from mcpstart.views.records import records as records_of
 from mcpstart.views.table import ROWS, UnknownMetric, table
 
 MIB = 1024 * 1024
@@ -224,11 +229,11 @@ def test_no_json_value_anywhere_crashes_a_view():
         target[path[-1]] = ODD[i % len(ODD)]
         table(doc)
         table(doc, tablefmt="plain", transpose=True)
-        exports.records_csv(doc)
-        exports.records_json(doc)
-        exports.export_markdown(doc)
-        exports.export_csv(doc)
-        exports.export_json(doc)
+        records_csv(doc)
+        records_json(doc)
+        export_markdown(doc)
+        export_csv(doc)
+        export_json(doc)
     for odd in ODD:
         table([results(servers=odd), results(environment=odd, settings=odd, startup=odd,
                                              argv=odd, created=odd)])
@@ -359,7 +364,7 @@ def find(records: list[dict], server: str, metric: str) -> dict:
 
 
 def test_long_form_records():
-    records = exports.records(results())
+    records = records_of(results())
     assert set(records[0]) == {"server", "file", "metric", "value", "unit"}
     assert find(records, "typescript", "handshake_ms.median") == {
         "server": "typescript", "file": "bench-1", "metric": "handshake_ms.median",
@@ -380,14 +385,14 @@ def test_long_form_records():
 
 
 def test_long_form_csv_and_json_parse_back():
-    records = exports.records([results(), second_file()], labels=["a", "b"],
+    records = records_of([results(), second_file()], labels=["a", "b"],
                               metrics=["handshake_ms.median", "payload.verified"])
     assert {r["metric"] for r in records} == {
         "handshake_ms.median", "handshake_ms.ci_low", "handshake_ms.ci_high",
         "handshake_ms.ci_level", "payload.verified", "payload.unicode_verified"}
-    assert json.loads(exports.records_json([results(), second_file()], ["a", "b"],
+    assert json.loads(records_json([results(), second_file()], ["a", "b"],
                                            ["handshake_ms.median", "payload.verified"])) == records
-    rows = list(csv.DictReader(io.StringIO(exports.records_csv(
+    rows = list(csv.DictReader(io.StringIO(records_csv(
         [results(), second_file()], ["a", "b"], ["handshake_ms.median", "payload.verified"]))))
     assert len(rows) == len(records) == 7 * 6
     rust_b = [r for r in rows if r["server"] == "rust" and r["file"] == "b"]
@@ -398,7 +403,7 @@ def test_long_form_csv_and_json_parse_back():
 
 
 def test_hyperfine_json_is_in_seconds():
-    data = json.loads(exports.export_json(results()))
+    data = json.loads(export_json(results()))
     assert [r["command"] for r in data["results"]] == ["c", "rust", "typescript", "python"]
     rust = data["results"][1]
     samples = [2.61, 3.05, 2.98, 3.4, 3.9]
@@ -413,7 +418,7 @@ def test_hyperfine_json_is_in_seconds():
 def test_hyperfine_csv_columns():
     doc = results()
     doc["servers"][0]["handshake_ms"] = stats([1.5])
-    rows = list(csv.reader(io.StringIO(exports.export_csv(doc))))
+    rows = list(csv.reader(io.StringIO(export_csv(doc))))
     assert rows[0] == ["command", "mean", "stddev", "median", "user", "system", "min", "max"]
     assert rows[1] == ["c", "0.0015", "0", "0.0015", "", "", "0.0015", "0.0015"]
     assert rows[3][0] == "typescript"
@@ -422,7 +427,7 @@ def test_hyperfine_csv_columns():
 
 
 def test_hyperfine_markdown_table():
-    lines = exports.export_markdown(results()).splitlines()
+    lines = export_markdown(results()).splitlines()
     assert lines[:2] == ["| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |",
                          "|:---|---:|---:|---:|---:|"]
     assert lines[2] == "| `c` | 1.2 ± 0.0 | 1.2 | 1.3 | 1.00 |"
@@ -434,7 +439,7 @@ def test_hyperfine_markdown_table():
     assert len(lines) == 6
     slow_first = results()
     slow_first["servers"].reverse()
-    lines = exports.export_markdown(slow_first).splitlines()
+    lines = export_markdown(slow_first).splitlines()
     assert lines[0].startswith("| Command | Mean [s] |")
     assert lines[2].startswith("| `python` | 1.461 ± 0.077 | 1.388 | 1.574 | ")
 

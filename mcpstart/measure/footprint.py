@@ -11,47 +11,12 @@ import re
 import subprocess
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # build.py sizes its folder with tree_bytes: no import at run time
-    from ..targets.build import Build
+from ..targets.build import Build, tree_bytes
 
 KEYS = ("artifact_bytes", "dev_tree_bytes", "dependency_count", "lock_count", "tool_lines",
         "build_s", "build_cached", "debug_info")
 NOT_SHIPPED_PYTHON = {"pip", "setuptools", "wheel"}
-
-
-def tree_bytes(include: list[str], exclude: list[str] = ()) -> int:
-    """Apparent size in bytes of the regular files under the ``include`` globs (files or
-    folders), leaving out any path matching an ``exclude`` glob and all below it. Symlinks are
-    not followed; a file with several hard links counts once."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-
-    def excluded(path: str) -> bool:
-        return any(fnmatch.fnmatch(path, pattern) for pattern in exclude)
-
-    def add(path: str) -> None:
-        nonlocal total
-        stat = os.lstat(path)
-        if (stat.st_dev, stat.st_ino) not in seen and os.path.isfile(path) and not os.path.islink(path):
-            seen.add((stat.st_dev, stat.st_ino))
-            total += stat.st_size
-
-    for pattern in include:
-        for top in glob.glob(pattern):
-            if excluded(top):
-                continue
-            if not os.path.isdir(top) or os.path.islink(top):
-                add(top)
-                continue
-            for folder, dirs, files in os.walk(top):
-                dirs[:] = [d for d in dirs if not excluded(os.path.join(folder, d))]
-                for name in files:
-                    path = os.path.join(folder, name)
-                    if not excluded(path):
-                        add(path)
-    return total
 
 
 def _npm_installed(node_modules: Path) -> set[tuple[str, str]]:

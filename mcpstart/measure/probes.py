@@ -11,93 +11,20 @@ from __future__ import annotations
 
 import gc
 import json
-import string
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .. import __version__
-from ..stdio.session import Command, Response, Session, SessionError, Traffic
+from ..command import Command
+from ..wire import (REFERENCE_TOOL, SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
+                    paging_stop, payload_text)
+from ..stdio.session import Response, Session, SessionError, Traffic
 from . import memory
-from .stats import summarize
-
-REFERENCE_TOOL = "reverse_text"
-MODERN_REVISION = "2026-07-28"
-"""The first revision of the modern era: no initialize handshake; every request carries
-``params._meta`` (MCP specification 2026-07-28, basic/index and server/discover)."""
-META = "io.modelcontextprotocol/"
-PAYLOAD_MARK = "{payload}"
-MAX_PAGES = 100
-MAX_TOOLS = 10_000
-UNICODE_CHECK = "mcp e\u0301t\u00e9 \U0001F600 \u6f22\u5b57!"
-"""A short input with a combining mark (e + U+0301), a non-BMP emoji and CJK; its expected
-reversal is by code points: Python's ``s[::-1]``."""
-
+from ..stats import summarize
 
 class ProbeError(SessionError):
     """The server answered, but not as the MCP specification or the called tool requires."""
-
-
-def client_info() -> dict:
-    """``{name, version}`` mcpstart gives as its clientInfo."""
-    return {"name": "mcpstart", "version": __version__}
-
-
-def initialize_request(revision: str) -> dict:
-    """The ``initialize`` request (id 1) that opens a handshake-era session."""
-    return {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": revision, "capabilities": {}, "clientInfo": client_info()}}
-
-
-def modern_meta(revision: str = MODERN_REVISION) -> dict:
-    """The ``params._meta`` every modern-era request carries (2026-07-28, basic/index)."""
-    return {f"{META}protocolVersion": revision, f"{META}clientInfo": client_info(),
-            f"{META}clientCapabilities": {}}
-
-
-def modern_request(method: str, params: dict | None = None,
-                   revision: str = MODERN_REVISION) -> dict:
-    """A modern-era request (id 1) with the ``_meta`` envelope."""
-    return {"jsonrpc": "2.0", "id": 1, "method": method,
-            "params": {**(params or {}), "_meta": modern_meta(revision)}}
-
-
-def payload_text(size: int) -> str:
-    """``size`` ASCII characters with no symmetry, so a wrong reversal cannot pass."""
-    alphabet = string.ascii_letters + string.digits
-    return (alphabet * (size // len(alphabet) + 1))[:size]
-
-
-SMALL_TEXT = payload_text(16)
-"""The text of the first tool call of a cold start, of the modern-era first call and of the
-warm round trips: made once, not inside a timed phase."""
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """The tool mcpstart calls: ``name`` and its ``arguments``, in which every string value
-    equal to or containing ``{payload}`` gets the payload text."""
-
-    name: str = REFERENCE_TOOL
-    arguments: dict = field(default_factory=lambda: {"text": PAYLOAD_MARK})
-
-    def params(self, text: str) -> dict:
-        """``tools/call`` params with ``text`` put where ``{payload}`` stands."""
-        def fill(value):
-            if isinstance(value, str):
-                return value.replace(PAYLOAD_MARK, text)
-            if isinstance(value, list):
-                return [fill(v) for v in value]
-            if isinstance(value, dict):
-                return {k: fill(v) for k, v in value.items()}
-            return value
-        return {"name": self.name, "arguments": fill(self.arguments)}
-
-    @property
-    def verifiable(self) -> bool:
-        """True when the answer can be checked: reverse_text with the reference arguments."""
-        return self.name == REFERENCE_TOOL and self.arguments == {"text": PAYLOAD_MARK}
 
 
 def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
@@ -177,20 +104,6 @@ class ToolList:
         """The listed tool called ``name``, or None."""
         return next((t for t in self.tools if isinstance(t, dict) and t.get("name") == name),
                     None)
-
-
-def paging_stop(cursor: object, seen: set[str], pages: int, tools: int) -> str | None:
-    """Why ``tools/list`` paging stops at a ``nextCursor`` that is present, after ``pages``
-    pages holding ``tools`` tools and the cursors ``seen`` already followed; None: follow it.
-    Guards against a cursor that is not a string, one that never advances, and more than
-    MAX_PAGES pages / MAX_TOOLS tools."""
-    if not isinstance(cursor, str):
-        return f"nextCursor {json.dumps(cursor)[:60]} is not a string"
-    if cursor in seen:
-        return f"nextCursor {cursor[:60]!r} repeated a cursor already followed"
-    if pages >= MAX_PAGES or tools >= MAX_TOOLS:
-        return f"{pages} pages / {tools} tools reached (limits {MAX_PAGES} / {MAX_TOOLS})"
-    return None
 
 
 def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> ToolList:

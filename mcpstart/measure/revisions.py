@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import time
 
-from ..stdio.session import Command, Exited, NoAnswer, Session, SessionError
-from .probes import MODERN_REVISION, initialize_request, modern_request
+from ..command import Command
+from ..stdio.session import Exited, NoAnswer, Session, SessionError
+from ..wire import MODERN_REVISION, initialize_request, modern_request
 
 HANDSHAKE_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions of the initialize-handshake era."""

@@ -17,12 +17,13 @@ from datetime import datetime, timezone
 
 from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
-from ..stdio.session import Command, Session, SessionError, Traffic
+from ..command import Command
+from ..stdio.session import Session, SessionError, Traffic
 from . import machine, revisions
-from .probes import (SMALL_TEXT, ProbeError, Skips, ToolCall, cold_start, initialize_request,
-                     modern_request, result_of, timed_window, tool_session)
+from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
+from .probes import ProbeError, Skips, cold_start, result_of, timed_window, tool_session
 from .settings import Settings
-from .stats import series_warnings, summarize
+from ..stats import series_warnings, summarize
 
 PHASES = ("first_byte", "tools_list", "first_call")
 

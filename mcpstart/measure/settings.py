@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .. import defaults
 from .memory import RESCAN_INTERVAL_S, SAMPLE_INTERVAL_S, SettleRule
-from .probes import ToolCall
+from ..wire import ToolCall
 
 
 @dataclass(frozen=True)

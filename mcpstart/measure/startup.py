@@ -12,8 +12,9 @@ import time
 
 from .. import Step
 from ..stdio.session import Session, SessionError, prepare_spawn, wait_any
-from .probes import initialize_request, paging_stop, timed_window
-from .stats import summarize
+from ..wire import initialize_request, paging_stop
+from .probes import timed_window
+from ..stats import summarize
 
 LIMITS_S = (10.0, 30.0, 60.0)
 CLIENTS_BY_LIMIT = {

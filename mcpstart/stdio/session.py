@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from .. import interrupts
 from . import jsonrpc
-from .transport import (Command, Line, LineTooLong, Prepared, SpawnError, Transport, poll_many,
+from ..command import Command
+from .transport import (Line, LineTooLong, Prepared, SpawnError, Transport, poll_many,
                         prepare)
 from .tree import ProcessSet
 
@@ -28,7 +29,7 @@ SHUTDOWN_GRACE_S = 2.0
 DIAGNOSIS_WAIT_S = 2.0
 """After a timeout, how long mcpstart listens for a late answer while it finds the cause."""
 
-__all__ = ["Command", "Exited", "FramingError", "NoAnswer", "Response", "Session", "SessionError",
+__all__ = ["Exited", "FramingError", "NoAnswer", "Response", "Session", "SessionError",
            "Traffic", "prepare_spawn", "shutdown_all", "wait_any"]
 
 

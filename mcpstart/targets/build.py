@@ -8,6 +8,8 @@ A recipe without ``[build]`` is not built: its Build has status "no-build" and n
 from __future__ import annotations
 
 import fcntl
+import fnmatch
+import glob
 import hashlib
 import json
 import math
@@ -22,15 +24,48 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import Progress, Step, interrupts
-from ..measure.footprint import tree_bytes
+from ..command import Command
 from .recipes import Recipe
-from ..stdio.session import Command
 
 CACHE_ENV = "MCPSTART_CACHE_DIR"
 MARKER = "mcpstart-build.json"
 BUILD_TIMEOUT_S = 1800
 LOG_TAIL_LINES = 25
 KEEP_BUILDS = 3
+
+
+def tree_bytes(include: list[str], exclude: list[str] = ()) -> int:
+    """Apparent size in bytes of the regular files under the ``include`` globs (files or
+    folders), leaving out any path matching an ``exclude`` glob and all below it. Symlinks are
+    not followed; a file with several hard links counts once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def excluded(path: str) -> bool:
+        return any(fnmatch.fnmatch(path, pattern) for pattern in exclude)
+
+    def add(path: str) -> None:
+        nonlocal total
+        stat = os.lstat(path)
+        if (stat.st_dev, stat.st_ino) not in seen and os.path.isfile(path) and not os.path.islink(path):
+            seen.add((stat.st_dev, stat.st_ino))
+            total += stat.st_size
+
+    for pattern in include:
+        for top in glob.glob(pattern):
+            if excluded(top):
+                continue
+            if not os.path.isdir(top) or os.path.islink(top):
+                add(top)
+                continue
+            for folder, dirs, files in os.walk(top):
+                dirs[:] = [d for d in dirs if not excluded(os.path.join(folder, d))]
+                for name in files:
+                    path = os.path.join(folder, name)
+                    if not excluded(path):
+                        add(path)
+    return total
+
 
 def cache_root(option: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``option``, else $MCPSTART_CACHE_DIR, else the user cache dir

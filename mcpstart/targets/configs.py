@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from mcpstart.targets.command import Skipped, Target, launch_notes
+from .cmdline import Skipped, Target, launch_notes
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 CLIENT_NAMES = {"claude-desktop": "Claude Desktop", "claude-code": "Claude Code",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .command import Skipped, Target, launch_notes, parse_server_option, server_name
+from .cmdline import Skipped, Target, launch_notes, parse_server_option, server_name
 from .recipes import Recipe, RecipeError, load_recipes
 
 FLOOR = "c"

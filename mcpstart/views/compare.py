@@ -7,7 +7,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from ..measure.stats import mann_whitney_greater, smallest_p
+from ..stats import mann_whitney_greater, smallest_p
 
 SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
           "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms")

@@ -1,0 +1,28 @@
+"""What is spawned for a server: the one command value type that targets make and transports
+spawn."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Command:
+    """Exactly what is spawned: ``argv`` (no shell), ``cwd`` (None: mcpstart's), ``env``, the
+    variables set on top of the base environment, and ``base_env``: None to inherit mcpstart's
+    environment (as most editors do), else exactly that mapping (a client that passes a reduced
+    environment)."""
+
+    argv: list[str]
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    base_env: dict[str, str] | None = None
+
+    def environment(self) -> dict[str, str]:
+        """The complete environment the server gets."""
+        return {**(os.environ if self.base_env is None else self.base_env), **self.env}
+
+    def record(self) -> dict:
+        """The results-file form: ``{argv, cwd, env_keys}``; env values are never stored."""
+        return {"argv": list(self.argv), "cwd": self.cwd, "env_keys": sorted(self.env)}

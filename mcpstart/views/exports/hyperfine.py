@@ -1,0 +1,34 @@
+"""The cold-start series (handshake_ms) in hyperfine's shapes, so scripts written for
+hyperfine's ``--export-json/--export-csv/--export-markdown`` read mcpstart's.
+
+hyperfine's shapes (github.com/sharkdp/hyperfine, src/export/ and
+src/benchmark/benchmark_result.rs, 1.x): JSON ``{"results": [{command, mean, stddev,
+median, user, system, min, max, times, ...}]}`` in seconds, stddev null for one run; CSV
+columns ``command,mean,stddev,median,user,system,min,max``; Markdown
+``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |``. mcpstart does not measure the
+server's user and system CPU time: those are null (JSON) or empty (CSV); there are no
+``exit_codes`` (a server is shut down, not run to completion).
+"""
+
+from __future__ import annotations
+
+from ..table import columns, documents, number
+
+
+def series(results_list, labels=None) -> list[dict]:
+    """One hyperfine result (seconds) per server with a cold-start median: command is the
+    server's column header ("name", or "name (label)" for several files)."""
+    out = []
+    for header, _doc, _label, server in columns(documents(results_list), labels):
+        block = server.get("handshake_ms")
+        try:
+            seconds = {k: number(block[k]) / 1000 for k in ("mean", "median", "min", "max")}
+            stdev = block.get("stdev")
+            seconds["stddev"] = None if stdev is None else number(stdev) / 1000
+            seconds["times"] = [number(t) / 1000 for t in block.get("samples") or []]
+        except (AttributeError, KeyError, TypeError):
+            continue  # no cold-start series, or not one of numbers
+        out.append({"command": header, "mean": seconds["mean"], "stddev": seconds["stddev"],
+                    "median": seconds["median"], "user": None, "system": None,
+                    "min": seconds["min"], "max": seconds["max"], "times": seconds["times"]})
+    return out
