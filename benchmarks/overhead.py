@@ -21,7 +21,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from mcpstart.measure.probes import Skips, cold_start
+from mcpstart.measure.client import Skips
+from mcpstart.measure.cold import cold_start
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import statistics
 
-from mcpstart.measure.probes import Skips, cold_start
+from mcpstart.measure.client import Skips
+from mcpstart.measure.cold import cold_start
 from mcpstart.command import Command
 
 SERVER_C = r"""

@@ -10,7 +10,9 @@ import psutil
 import pytest
 
 from mcpstart.measure.memory import SettleRule
-from mcpstart.measure.probes import Skips, cold_start, tool_session
+from mcpstart.measure.client import Skips
+from mcpstart.measure.cold import cold_start
+from mcpstart.measure.warm import tool_session
 from mcpstart.wire import ToolCall, initialize_request
 from mcpstart.measure.settings import Settings
 from mcpstart.measure.startup import one_start

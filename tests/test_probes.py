@@ -8,7 +8,8 @@ import pytest
 
 from mcpstart.measure import revisions
 from mcpstart.measure.memory import SettleRule
-from mcpstart.measure.probes import ProbeError, Skips, cold_start
+from mcpstart.measure.client import ProbeError, Skips
+from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
 from mcpstart.stdio.tree import become_subreaper
 

@@ -1,1 +1,1 @@
-"""What is measured: probes, memory, footprint, statistics, the machine, and the run itself."""
+"""What is measured: the client, cold starts, the warm session, memory, footprint, statistics, the machine, and the run itself."""

@@ -21,7 +21,9 @@ from ..command import Command
 from ..stdio.session import Session, SessionError, Traffic
 from . import machine, revisions
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
-from .probes import ProbeError, Skips, cold_start, result_of, timed_window, tool_session
+from .client import ProbeError, Skips, result_of
+from .cold import cold_start, timed_window
+from .warm import tool_session
 from .settings import Settings
 from ..stats import series_warnings, summarize
 

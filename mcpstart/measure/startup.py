@@ -13,7 +13,7 @@ import time
 from .. import Step
 from ..stdio.session import Session, SessionError, prepare_spawn, wait_any
 from ..wire import initialize_request, paging_stop
-from .probes import timed_window
+from .cold import timed_window
 from ..stats import summarize
 
 LIMITS_S = (10.0, 30.0, 60.0)

@@ -1,0 +1,182 @@
+"""What mcpstart asks of a running session and how it reads the answers: ``tools/list``
+followed through its pages, a tool call, the result objects and their failures, and the
+methods not to ask again."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..stdio.session import Response, Session, SessionError
+from ..wire import REFERENCE_TOOL, ToolCall, paging_stop
+
+
+class ProbeError(SessionError):
+    """The server answered, but not as the MCP specification or the called tool requires."""
+
+
+def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
+    """The call to make: ``call`` (``--call``) when given, else reverse_text where the server
+    lists it, else None.
+
+    Raises:
+        ProbeError: the named tool is not listed, or its ``inputSchema`` requires arguments
+            the call does not give (the cause says to pass them with ``--args``).
+    """
+    if call is None:
+        return ToolCall() if listing.find(REFERENCE_TOOL) else None
+    tool = listing.find(call.name)
+    if tool is None:
+        names = ", ".join(str(t.get("name")) for t in listing.tools[:20] if isinstance(t, dict))
+        raise ProbeError(f"tools/call {call.name}: the server lists no such tool (it lists: "
+                         f"{names or 'none'})")
+    schema = tool.get("inputSchema")
+    required = schema.get("required") if isinstance(schema, dict) else None
+    missing = [k for k in required or [] if isinstance(k, str) and k not in call.arguments]
+    if missing:
+        raise ProbeError(f"tools/call {call.name}: the tool requires {', '.join(missing)}, "
+                         "which the call does not give; pass them with --args '{...}'")
+    return call
+
+
+def result_of(response: Response, what: str) -> dict:
+    """The ``result`` object of an answer.
+
+    Raises:
+        ProbeError: a JSON-RPC error answer (code and message quoted) or a result that is
+            not an object.
+    """
+    error = response.message.get("error")
+    if error is not None:
+        raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
+                         f"{error.get('message')}")
+    result = response.message.get("result")
+    if not isinstance(result, dict):
+        raise ProbeError(f"{what} returned a result that is not an object: "
+                         f"{json.dumps(result)[:100]}")
+    return result
+
+
+def initialize_result(response: Response) -> dict:
+    """The result of an ``initialize`` answer.
+
+    Raises:
+        ProbeError: an error answer, or a result without a protocolVersion string.
+    """
+    result = result_of(response, "initialize")
+    if not isinstance(result.get("protocolVersion"), str):
+        raise ProbeError("initialize result has no protocolVersion string: "
+                         f"{json.dumps(result.get('protocolVersion'))[:100]}")
+    return result
+
+
+@dataclass
+class ToolList:
+    """The merged answer of ``tools/list`` followed through ``nextCursor``.
+
+    ``list_bytes``: the answers' lines as written; ``definitions_bytes``: the merged tool
+    definitions as compact JSON (what a client puts into a prompt); ``at_ns``: arrival of
+    the last page."""
+
+    tools: list
+    pages: int
+    list_bytes: int
+    at_ns: int
+    warnings: list[dict]
+
+    @property
+    def definitions_bytes(self) -> int:
+        return len(json.dumps(self.tools, ensure_ascii=False, separators=(",", ":")).encode())
+
+    def find(self, name: str) -> dict | None:
+        """The listed tool called ``name``, or None."""
+        return next((t for t in self.tools if isinstance(t, dict) and t.get("name") == name),
+                    None)
+
+
+def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> ToolList:
+    """``tools/list``, following ``nextCursor`` until it is absent (MCP pagination), stopped
+    with a warning by a cursor seen before or past MAX_PAGES pages / MAX_TOOLS tools.
+
+    Raises:
+        SessionError: a page got no usable answer (ProbeError: a wrong one).
+    """
+    tools, seen, warnings = [], set(), []
+    pages = size = 0
+    cursor = None
+    while True:
+        params = {"cursor": cursor} if cursor is not None else {}
+        if meta:
+            params["_meta"] = meta
+        response = session.request("tools/list", params, timeout_s)
+        result = result_of(response, "tools/list")
+        page = result.get("tools")
+        if not isinstance(page, list):
+            raise ProbeError(f"tools/list result has no tools list: {str(page)[:200]!r}")
+        tools += page
+        pages, size = pages + 1, size + response.size_bytes
+        cursor = result.get("nextCursor")
+        if cursor is None:
+            break
+        stop = paging_stop(cursor, seen, pages, len(tools))
+        if stop:
+            warnings.append({"kind": "paging", "metric": "tools",
+                             "detail": f"tools/list paging stopped: {stop}"})
+            break
+        seen.add(cursor)
+    return ToolList(tools, pages, size, response.at_ns, warnings)
+
+
+@dataclass
+class CallResult:
+    """One ``tools/call``: the joined text content, the result object and the answer."""
+
+    text: str
+    result: dict
+    response: Response
+
+    @property
+    def is_error(self) -> bool:
+        return self.result.get("isError") is True
+
+
+def call_tool(session: Session, call: ToolCall, text: str, timeout_s: float,
+              meta: dict | None = None) -> CallResult:
+    """Call ``call``'s tool with ``text`` as its payload; a tool-level error (``isError``)
+    is returned, not raised.
+
+    Raises:
+        SessionError: no usable answer (ProbeError: a JSON-RPC error or no content list).
+    """
+    params = call.params(text)
+    if meta:
+        params["_meta"] = meta
+    what = f"tools/call {call.name}"
+    response = session.request("tools/call", params, timeout_s)
+    result = result_of(response, what)
+    content = result.get("content")
+    if not isinstance(content, list):
+        raise ProbeError(f"{what}: the result has no content list: {str(result)[:200]!r}")
+    answer = "".join(str(item.get("text", "")) for item in content
+                     if isinstance(item, dict) and item.get("type") == "text")
+    return CallResult(answer, result, response)
+
+
+def tool_error(call: ToolCall, outcome: CallResult) -> ProbeError:
+    """The failure for a call whose tool said ``isError``, in the server's own words."""
+    return ProbeError(f"tools/call {call.name}: the tool reported an error: "
+                      f"{outcome.text[:300]!r}")
+
+
+@dataclass
+class Skips:
+    """Methods of one server that failed once and are not asked again in later runs
+    (fault-cases.md, case 16): method -> the cause."""
+
+    causes: dict[str, str] = field(default_factory=dict)
+
+    def note(self, method: str, cause: str) -> None:
+        self.causes.setdefault(method, cause)
+
+    def __contains__(self, method: str) -> bool:
+        return method in self.causes
