@@ -23,6 +23,7 @@ from pathlib import Path
 
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
+from mcpstart.measure.settings import Settings
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 
@@ -39,8 +40,9 @@ def harness_ms(binary: Path, command, pause_ms: float) -> float:
 
 def mcpstart_ms(command, pause_ms: float) -> tuple[float, float]:
     """One cold start timed by mcpstart: (handshake ms, shutdown ms)."""
-    sample = cold_start(command, REVISION, 30, pause_ms, None, Skips())
-    return sample["handshake"], sample["shutdown"]["ms"]
+    settings = Settings(requested_revision=REVISION, timeout_s=30, pause_ms=pause_ms)
+    sample = cold_start(command, settings, Skips())
+    return sample["handshake"], sample["shutdown"].ms
 
 
 def main() -> None:

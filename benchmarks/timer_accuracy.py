@@ -15,6 +15,7 @@ import statistics
 
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
+from mcpstart.measure.settings import Settings
 from mcpstart.command import Command
 
 SERVER_C = r"""
@@ -46,7 +47,8 @@ def main() -> None:
         for delay in DELAYS_MS:
             command = Command([str(binary), str(delay * 1000)])
             skip = Skips({"tools/list": "the test server answers initialize only"})
-            samples = [cold_start(command, "2025-11-25", 10, 50, None, skip)["handshake"]
+            settings = Settings(timeout_s=10, pause_ms=50)
+            samples = [cold_start(command, settings, skip)["handshake"]
                        for _ in range(3 + runs)][3:]
             median = statistics.median(samples)
             medians[delay] = {"median": median, "min": min(samples),

@@ -26,3 +26,18 @@ class Command:
     def record(self) -> dict:
         """The results-file form: ``{argv, cwd, env_keys}``; env values are never stored."""
         return {"argv": list(self.argv), "cwd": self.cwd, "env_keys": sorted(self.env)}
+
+
+def env_pairs(values) -> dict[str, str]:
+    """``KEY=VALUE`` words (``--env``) as a mapping; a later key wins.
+
+    Raises:
+        ValueError: a word without ``=`` or with an empty KEY.
+    """
+    pairs = {}
+    for value in values:
+        key, sep, val = value.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{value!r} is not KEY=VALUE")
+        pairs[key] = val
+    return pairs

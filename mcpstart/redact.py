@@ -31,3 +31,18 @@ def redact(value, secrets: tuple[str, ...]):
     if isinstance(value, list):
         return [redact(v, secrets) for v in value]
     return value
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line with the values of ``--env KEY=VALUE`` (and ``--env=KEY=VALUE``)
+    replaced by ``***``, keys kept."""
+    out, redact_next = [], False
+    for arg in argv:
+        if redact_next:
+            arg, redact_next = arg.split("=", 1)[0] + "=" + MASK, False
+        elif arg == "--env":
+            redact_next = True
+        elif arg.startswith("--env="):
+            arg = arg.split("=", 2)[0] + "=" + arg.split("=", 2)[1] + "=" + MASK
+        out.append(arg)
+    return out

@@ -137,12 +137,47 @@ def is_results_file(path: Path) -> bool:
     return isinstance(data, dict) and data.get("schema") == SCHEMA
 
 
-def load(path: Path) -> Results:
-    """Read a results JSON file.
+def writable_folder(path: Path) -> None:
+    """Refuse a file path whose folder cannot be written into.
 
     Raises:
-        ResultsError: unreadable, not JSON, or another schema; the message names the file.
+        ValueError: "cannot write into folder ..."."""
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write into folder {str(path.parent)!r}")
+
+
+def output_path(value: str) -> Path:
+    """A results file to write: a .json name (its TOML copy goes beside it) in a folder that
+    can be written, overwriting only mcpstart results files.
+
+    Raises:
+        ValueError: the reason, one sentence.
     """
+    if not value.strip():
+        raise ValueError("is empty")
+    path = Path(value)
+    if path.with_suffix(".toml") == path:
+        raise ValueError("names the JSON results file; its TOML copy is written beside it "
+                         "(use a .json name)")
+    writable_folder(path)
+    for target in (path, path.with_suffix(".toml")):
+        if target.is_dir() or (target.exists() and not is_results_file(target)):
+            raise ValueError(f"{str(target)!r} exists and is not an mcpstart results file; "
+                             "not overwriting it")
+    return path
+
+
+def load(path: Path, reader: str = "mcpstart") -> Results:
+    """Read a results JSON file; ``reader`` names the command for the message about a TOML
+    copy given in its place.
+
+    Raises:
+        ResultsError: the TOML copy, unreadable, not JSON, or another schema; the message
+            names the file.
+    """
+    if Path(path).suffix == ".toml":
+        raise ResultsError(f"{path} is the TOML copy; {reader} reads the JSON results file "
+                           f"({Path(path).with_suffix('.json')})")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, ValueError) as err:

@@ -79,6 +79,31 @@ class ToolCall:
             return value
         return {"name": self.name, "arguments": fill(self.arguments)}
 
+    @classmethod
+    def parse(cls, name: str | None, args: str | None) -> "ToolCall | None":
+        """``--call NAME --args JSON`` as a ToolCall; None without a name (the default call).
+
+        Raises:
+            ValueError: args without a name, JSON that is not an object, or no ``{payload}``
+                in any string value (the message says which).
+        """
+        if args is not None and name is None:
+            raise ValueError("--args needs --call TOOL")
+        if name is None:
+            return None
+        if args is None:
+            return cls(name)
+        try:
+            arguments = json.loads(args)
+        except ValueError as err:
+            raise ValueError(f"--args: not JSON: {err}") from err
+        if not isinstance(arguments, dict):
+            raise ValueError("--args: must be a JSON object")
+        if PAYLOAD_MARK not in json.dumps(arguments):
+            raise ValueError(f'--args: no "{PAYLOAD_MARK}" in any string value: nothing would '
+                             "carry the payload")
+        return cls(name, arguments)
+
     @property
     def verifiable(self) -> bool:
         """True when the answer can be checked: reverse_text with the reference arguments."""

@@ -1,13 +1,20 @@
-"""Shared test helpers: the fake server, and toy recipes written as real TOML files."""
+"""Shared test helpers: the fake server, fast settings, a session started on the stdio
+transport, and toy recipes written as real TOML files."""
 
 import copy
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import tomli_w
 
 from mcpstart.command import Command
+from mcpstart.measure.memory import SettleRule
+from mcpstart.measure.settings import Settings
+from mcpstart.stdio.base import SpawnError
+from mcpstart.stdio.session import Session, SessionError, Waits
+from mcpstart.stdio.transport import StdioTransport
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
 
@@ -21,6 +28,29 @@ TOY_RECIPE = {
     "dependencies": {"method": "python-venv", "target": "{build}/venv",
                      "lock": "{src}/server.py"},
 }
+
+
+FAST_SETTLE = SettleRule(interval_s=0.05, slope_window_s=0.2, drop_window_s=0.3, v8_min_s=0,
+                         max_s=2)
+"""A settle rule that ends in about 0.3 s on flat memory, for tests that are not about it."""
+FAST = Settings(pause_ms=0, settle=FAST_SETTLE, waits=Waits(shutdown_grace_s=0.5, diagnosis_s=0.5),
+                probe_grace_s=0.2)
+"""Settings whose fixed waits are short: tests that are not about a wait pass these."""
+
+
+def fast(**changes) -> Settings:
+    """FAST with ``changes`` (Settings fields)."""
+    return replace(FAST, **changes)
+
+
+def start(command: Command, request: dict | None = None, wait_s: float = 0.0,
+          waits: Waits = FAST.waits) -> Session:
+    """A session on the stdio transport, started untimed (finish it with ``shutdown``)."""
+    try:
+        transport = StdioTransport(command)
+    except SpawnError as err:
+        raise SessionError(err.strerror) from err
+    return Session.start(transport, request, wait_s, waits)
 
 
 def fake_command(*switches: str, env: dict | None = None) -> Command:

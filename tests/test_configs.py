@@ -352,7 +352,7 @@ def test_missing_file_and_unknown_client(tmp_path):
 
 
 def test_the_cli_offers_exactly_the_clients_configs_reads():
-    from mcpstart.cli import CLIENT_CHOICES
+    from mcpstart.cli import CLIENTS as CLIENT_CHOICES
     from mcpstart.targets.configs import CLIENTS
 
     assert CLIENT_CHOICES == CLIENTS

@@ -76,7 +76,14 @@ def test_cli_exit_0_and_the_table(recipes):
     assert strict.exit_code == 1
 
 
-def test_no_pidfd_is_exit_1(recipes, monkeypatch):
+@pytest.fixture
+def idle(monkeypatch):
+    """A quiet machine for the verdicts below (the real load average varies with whatever
+    else runs; the load check itself is tested above)."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+
+
+def test_no_pidfd_is_exit_1(recipes, monkeypatch, idle):
     def no_pidfd(pid, flags=0):
         raise OSError(38, "Function not implemented")
 
@@ -89,7 +96,7 @@ def test_no_pidfd_is_exit_1(recipes, monkeypatch):
                                               "run needs it; also toolchain nocc.")
 
 
-def test_no_clear_refs_only_degrades(recipes, monkeypatch):
+def test_no_clear_refs_only_degrades(recipes, monkeypatch, idle):
     monkeypatch.setattr(doctor, "check_clear_refs", lambda pid: doctor.Check(
         "clear_refs", "missing", "Permission denied", "peak sampled"))
     result = CliRunner().invoke(main, ["doctor", "--recipes", str(recipes)])

@@ -9,38 +9,34 @@ import time
 import psutil
 import pytest
 
-from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.measure.warm import tool_session
 from mcpstart.wire import ToolCall, initialize_request
-from mcpstart.measure.settings import Settings
 from mcpstart.measure.startup import one_start
 from mcpstart.results import ServerResult
 from mcpstart.command import Command
 from mcpstart.stdio.session import (Exited, FramingError, NoAnswer, Session,
                                     SessionError, Traffic)
 
-from conftest import FAKE
+from conftest import FAKE, FAST, fast, start
 
 REV = "2025-11-25"
-FAST = SettleRule(interval_s=0.05, slope_window_s=0.2, drop_window_s=0.3, v8_min_s=0, max_s=2)
-"""A settle rule that ends in about 0.3 s on flat memory, for tests that are not about it."""
 
 
 def open_session(command: Command) -> Session:
-    return Session.start(command, initialize_request(REV))
+    return start(command, initialize_request(REV))
 
 
 def handshake(command: Command, timeout_s: float = 10) -> dict:
-    return cold_start(command, REV, timeout_s, 0, None, Skips())
+    return cold_start(command, fast(timeout_s=timeout_s), Skips())
 
 
 def session_row(command: Command, timeout_s: float = 10, **settings) -> tuple[ServerResult, Traffic, Exception | None]:
     """Run a tool session into a fresh row; returns the row, the traffic and the error."""
     row, traffic = ServerResult("fake"), Traffic()
-    settings = Settings(timeout_s=timeout_s, payload_bytes=settings.pop("payload_bytes", 200_000),
-                        round_trips=settings.pop("round_trips", 3), settle=FAST, **settings)
+    settings = fast(timeout_s=timeout_s, payload_bytes=settings.pop("payload_bytes", 200_000),
+                    round_trips=settings.pop("round_trips", 3), **settings)
     error = None
     try:
         tool_session(command, settings, row, Skips(), traffic)
@@ -59,8 +55,8 @@ def test_plain_server_handshake_and_eof_shutdown(fake):
     assert sample["negotiated_revision"] == REV
     assert sample["server_info"] == {"name": "fake", "version": "0"}
     assert 0 < sample["first_byte"] <= sample["handshake"] < 10_000
-    assert sample["shutdown"]["how"] == "eof" and sample["shutdown"]["exit_code"] == 0
-    assert sample["shutdown"]["orphans"] == []
+    assert sample["shutdown"].how == "eof" and sample["shutdown"].exit_code == 0
+    assert sample["shutdown"].orphans == []
     assert sample["traffic"] == Traffic()
 
 
@@ -194,8 +190,8 @@ def test_shell_wrapper_tree_is_reclaimed():
     finally:
         shutdown = session.shutdown()
     assert len(pids) == 2  # sh and python: sh -c without exec keeps the shell
-    assert shutdown["how"] == "sigkill"
-    assert shutdown["orphans"] == []
+    assert shutdown.how == "sigkill"
+    assert shutdown.orphans == []
     assert_gone(pids)
 
 
@@ -221,22 +217,22 @@ def test_escaped_descendant_is_reported_as_orphan_and_killed(fake):
     finally:
         shutdown = session.shutdown()
     assert len(escaped) == 1
-    assert [o["pid"] for o in shutdown["orphans"]] == escaped
-    assert "signal.SIG_IGN" in " ".join(shutdown["orphans"][0]["cmdline"])
+    assert [o["pid"] for o in shutdown.orphans] == escaped
+    assert "signal.SIG_IGN" in " ".join(shutdown.orphans[0]["cmdline"])
     assert_gone(escaped)
 
 
 # 10. ignores EOF, traps SIGTERM
 def test_ignores_eof_needs_sigterm(fake):
     sample = handshake(fake("--ignore-eof"))
-    assert sample["shutdown"]["how"] == "sigterm"
-    assert sample["shutdown"]["ms"] >= 1900  # the EOF grace period was waited out
+    assert sample["shutdown"].how == "sigterm"
+    assert sample["shutdown"].ms >= 0.95 * FAST.waits.shutdown_grace_s * 1000  # EOF grace
 
 
 def test_traps_sigterm_needs_sigkill(fake):
     sample = handshake(fake("--ignore-eof", "--trap-term"))
-    assert sample["shutdown"]["how"] == "sigkill"
-    assert sample["shutdown"]["exit_code"] == -9
+    assert sample["shutdown"].how == "sigkill"
+    assert sample["shutdown"].exit_code == -9
 
 
 # 11. server-to-client requests before answering
@@ -252,16 +248,16 @@ def test_server_requests_are_answered(fake):
 
 def test_cannot_start_missing_program():
     with pytest.raises(SessionError, match="cannot start '/nonexistent/server'"):
-        Session.start(Command(["/nonexistent/server"]))
+        start(Command(["/nonexistent/server"]))
     with pytest.raises(SessionError, match="cannot start 'no-such-mcp-server': not found on the "
                                            "server's PATH"):
-        Session.start(Command(["no-such-mcp-server"]))
+        start(Command(["no-such-mcp-server"]))
     with pytest.raises(SessionError, match="working directory /nonexistent does not exist"):
-        Session.start(Command(["true"], "/nonexistent"))
+        start(Command(["true"], "/nonexistent"))
 
 
 def test_endless_line_fails_without_buffering_it_all(monkeypatch):
-    monkeypatch.setattr("mcpstart.stdio.transport.MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr("mcpstart.stdio.framing.MAX_LINE_BYTES", 1 << 20)
     writer = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     start = time.monotonic()
     with pytest.raises(SessionError, match="more than 1 MiB on stdout without a newline"):
@@ -341,7 +337,7 @@ def test_a_cursor_that_never_advances_stops_with_a_warning(fake):
 
 
 def test_the_all_at_once_start_follows_pages_and_stops_a_looping_cursor(fake):
-    settings = Settings(timeout_s=5, pause_ms=0)
+    settings = fast(timeout_s=5)
     started = time.monotonic()
     times = one_start([("paged", fake("--pages", "3")), ("loop", fake("--cursor-loop"))],
                       settings)
@@ -389,23 +385,24 @@ def test_exit_on_the_large_line_keeps_the_rest(fake):
 def test_unanswered_method_is_named_and_not_asked_again(fake):
     skips = Skips()
     command = fake("--only-initialize")
-    start = time.monotonic()
-    first = cold_start(command, REV, 1, 0, ToolCall(), skips)
-    second = cold_start(command, REV, 1, 0, ToolCall(), skips)
+    began = time.monotonic()
+    first = cold_start(command, fast(timeout_s=1, call=ToolCall()), skips)
+    second = cold_start(command, fast(timeout_s=1, call=ToolCall()), skips)
     assert first["handshake"] > 0 and second["handshake"] > 0
     assert first["tools_list"] is None and second["tools_list"] is None
     assert skips.causes["tools/list"].startswith("no answer to tools/list within 1 s")
-    assert time.monotonic() - start < 1 + 2 + 3  # one timeout and its diagnosis, not two
+    waits = FAST.waits  # one timeout and its diagnosis, not two
+    assert time.monotonic() - began < 1 + waits.diagnosis_s + 2 * waits.shutdown_grace_s + 1
 
 
 def test_a_timed_spawn_waits_the_timeout_once_in_all(fake):
     """A timed spawn blocks in Transport.start until the server writes; the wait that
     follows counts from the spawn, so a silent server costs the timeout once, not twice."""
-    start = time.monotonic()
-    session = Session.start(fake("--slow-start", "30"), initialize_request(REV), wait_s=2)
+    began = time.monotonic()
+    session = start(fake("--slow-start", "30"), initialize_request(REV), wait_s=2)
     try:
         with pytest.raises(NoAnswer, match="no answer to initialize within 2 s"):
             session.wait(1, 2, diagnose=False)
-        assert 2 <= time.monotonic() - start < 3.5
+        assert 2 <= time.monotonic() - began < 3.5
     finally:
         session.shutdown(grace_s=0.2)

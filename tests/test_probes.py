@@ -13,6 +13,7 @@ from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
 from mcpstart.stdio.tree import become_subreaper
 
+from conftest import fast
 from test_faults import session_row
 
 MIB = 1024 * 1024
@@ -20,7 +21,7 @@ REV = "2025-11-25"
 
 
 def test_cold_start_phases_are_cumulative_from_the_spawn(fake):
-    sample = cold_start(fake(), REV, 10, 0, ToolCall(), Skips())
+    sample = cold_start(fake(), fast(call=ToolCall()), Skips())
     assert 0 < sample["first_byte"] <= sample["handshake"] < sample["tools_list"] \
         < sample["first_call"] < 10_000
     assert sample["tools"].find("reverse_text") is not None
@@ -28,13 +29,13 @@ def test_cold_start_phases_are_cumulative_from_the_spawn(fake):
 
 
 def test_negotiated_revision_is_recorded_verbatim(fake):
-    sample = cold_start(fake("--revision", "2024-11-05"), REV, 10, 0, None, Skips())
+    sample = cold_start(fake("--revision", "2024-11-05"), fast(), Skips())
     assert sample["negotiated_revision"] == "2024-11-05"
 
 
 def test_pause_comes_before_the_clock(fake):
     start = time.monotonic()
-    sample = cold_start(fake(), REV, 10, 300, None, Skips())
+    sample = cold_start(fake(), fast(pause_ms=300), Skips())
     assert time.monotonic() - start >= 0.3
     assert sample["handshake"] < 300  # the pause is not inside the figure
 
@@ -192,7 +193,7 @@ def test_a_server_without_the_tool_is_said_plainly(fake):
 
 # the revision matrix (issue 9)
 def _matrix(command):
-    protocol, warnings = revisions.derive(revisions.matrix(command, 2))
+    protocol, warnings = revisions.derive(revisions.matrix(command, fast(probe_timeout_s=2)))
     return protocol, warnings, {(r["method"], r["requested"]): r for r in protocol["matrix"]}
 
 

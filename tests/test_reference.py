@@ -17,7 +17,7 @@ from mcpstart.cli import main
 from mcpstart.measure import memory
 from mcpstart.wire import initialize_request
 from mcpstart.command import Command
-from mcpstart.stdio.session import Session
+from conftest import start
 from mcpstart.targets.recipes import load_recipes
 
 pytestmark = pytest.mark.e2e
@@ -219,7 +219,7 @@ def test_node_idle_memory_is_read_after_it_settles(measured):
     _, data, _, _, _, _ = measured
     row = rows(data)["typescript"]
     command = Command(row["command"]["argv"], row["command"]["cwd"])
-    session = Session.start(command, initialize_request("2025-11-25"))
+    session = start(command, initialize_request("2025-11-25"))
     try:
         session.wait(1, 30)
         session.notify("notifications/initialized")

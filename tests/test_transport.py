@@ -8,7 +8,7 @@ import time
 import psutil
 
 from mcpstart.command import Command
-from mcpstart.stdio.transport import Transport, prepare, rehearse
+from mcpstart.stdio.transport import StdioTransport, prepare, rehearse
 
 ECHO_LENGTH = "import sys; print(len(sys.stdin.buffer.readline()))"
 
@@ -25,13 +25,13 @@ def test_the_rehearsal_spawns_nothing():
 
 def test_a_first_message_larger_than_the_pipe_arrives_whole():
     message = b"x" * 200_000 + b"\n"  # a pipe holds 64 KiB: most of it is written later
-    transport = Transport(prepare(Command([sys.executable, "-c", ECHO_LENGTH])))
+    transport = StdioTransport(Command([sys.executable, "-c", ECHO_LENGTH]))
     started = time.monotonic()
     transport.start(message, wait_s=10)
     try:
         lines = []
-        while not lines and transport.stdout_open:
-            lines = transport.poll(10)
+        while not lines and transport.output_open:
+            lines = transport.receive(10)
         assert [line.data for line in lines] == [str(len(message)).encode()]
         assert time.monotonic() - started < 5  # the start did not block with the rest unsent
         assert transport.t0_ns < lines[0].at_ns

@@ -12,11 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpstart.cli import main
-from mcpstart.views.exports.hyperfine_csv import export_csv
-from mcpstart.views.exports.hyperfine_json import export_json
-from mcpstart.views.exports.hyperfine_markdown import export_markdown
-from mcpstart.views.exports.long_csv import records_csv
-from mcpstart.views.exports.long_json import records_json
+from mcpstart.views.exports import exporter
 from mcpstart.views.records import records as records_of
 from mcpstart.views.table import ROWS, UnknownMetric, table
 
@@ -229,11 +225,11 @@ def test_no_json_value_anywhere_crashes_a_view():
         target[path[-1]] = ODD[i % len(ODD)]
         table(doc)
         table(doc, tablefmt="plain", transpose=True)
-        records_csv(doc)
-        records_json(doc)
-        export_markdown(doc)
-        export_csv(doc)
-        export_json(doc)
+        exporter("long_csv").render(doc)
+        exporter("long_json").render(doc)
+        exporter("hyperfine_markdown").render(doc)
+        exporter("hyperfine_csv").render(doc)
+        exporter("hyperfine_json").render(doc)
     for odd in ODD:
         table([results(servers=odd), results(environment=odd, settings=odd, startup=odd,
                                              argv=odd, created=odd)])
@@ -390,9 +386,9 @@ def test_long_form_csv_and_json_parse_back():
     assert {r["metric"] for r in records} == {
         "handshake_ms.median", "handshake_ms.ci_low", "handshake_ms.ci_high",
         "handshake_ms.ci_level", "payload.verified", "payload.unicode_verified"}
-    assert json.loads(records_json([results(), second_file()], ["a", "b"],
+    assert json.loads(exporter("long_json").render([results(), second_file()], ["a", "b"],
                                            ["handshake_ms.median", "payload.verified"])) == records
-    rows = list(csv.DictReader(io.StringIO(records_csv(
+    rows = list(csv.DictReader(io.StringIO(exporter("long_csv").render(
         [results(), second_file()], ["a", "b"], ["handshake_ms.median", "payload.verified"]))))
     assert len(rows) == len(records) == 7 * 6
     rust_b = [r for r in rows if r["server"] == "rust" and r["file"] == "b"]
@@ -403,7 +399,7 @@ def test_long_form_csv_and_json_parse_back():
 
 
 def test_hyperfine_json_is_in_seconds():
-    data = json.loads(export_json(results()))
+    data = json.loads(exporter("hyperfine_json").render(results()))
     assert [r["command"] for r in data["results"]] == ["c", "rust", "typescript", "python"]
     rust = data["results"][1]
     samples = [2.61, 3.05, 2.98, 3.4, 3.9]
@@ -418,7 +414,7 @@ def test_hyperfine_json_is_in_seconds():
 def test_hyperfine_csv_columns():
     doc = results()
     doc["servers"][0]["handshake_ms"] = stats([1.5])
-    rows = list(csv.reader(io.StringIO(export_csv(doc))))
+    rows = list(csv.reader(io.StringIO(exporter("hyperfine_csv").render(doc))))
     assert rows[0] == ["command", "mean", "stddev", "median", "user", "system", "min", "max"]
     assert rows[1] == ["c", "0.0015", "0", "0.0015", "", "", "0.0015", "0.0015"]
     assert rows[3][0] == "typescript"
@@ -427,7 +423,7 @@ def test_hyperfine_csv_columns():
 
 
 def test_hyperfine_markdown_table():
-    lines = export_markdown(results()).splitlines()
+    lines = exporter("hyperfine_markdown").render(results()).splitlines()
     assert lines[:2] == ["| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |",
                          "|:---|---:|---:|---:|---:|"]
     assert lines[2] == "| `c` | 1.2 ± 0.0 | 1.2 | 1.3 | 1.00 |"
@@ -439,7 +435,7 @@ def test_hyperfine_markdown_table():
     assert len(lines) == 6
     slow_first = results()
     slow_first["servers"].reverse()
-    lines = export_markdown(slow_first).splitlines()
+    lines = exporter("hyperfine_markdown").render(slow_first).splitlines()
     assert lines[0].startswith("| Command | Mean [s] |")
     assert lines[2].startswith("| `python` | 1.461 ± 0.077 | 1.388 | 1.574 | ")
 

@@ -1,78 +1,82 @@
-"""Timed cold starts of the initialize era, with their phases.
-
-Every timed spawn starts the same way (design.md, measurement rules): the previous run fully
-reaped, a fixed idle pause, the spawn prepared (as the C harness of benchmarks/ does after
-its pause), then the clock."""
+"""Timed cold starts: the initialize era with its phases, and the modern era's first answer
+(2026-07-28), each on a fresh spawn through the one timed-start primitive (spawn.py)."""
 
 from __future__ import annotations
 
-import gc
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 from ..command import Command
-from ..stdio.session import Session, SessionError
+from ..stdio.base import Ended
+from ..stdio.session import Session, SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request
+from . import spawn
 from .client import (ProbeError, Skips, call_tool, chosen_call, initialize_result, list_tools,
-                     tool_error)
-
-
-@contextmanager
-def timed_window(pause_ms: float) -> Iterator[None]:
-    """The state every timed spawn starts from (design.md): garbage collected now, the
-    collector paused until the block ends (a collection would otherwise land inside a
-    timed wait at random), then the fixed idle pause, during which nothing of mcpstart
-    runs; the block prepares the spawn, spawns and waits. Preparing after the pause, as the
-    C harness does, leaves the spawn's data in the CPU's caches when the clock starts
-    (measured here on the C floor server: about 0.03 ms less than preparing before it)."""
-    enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        if pause_ms > 0:
-            time.sleep(pause_ms / 1000)
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+                     result_of, tool_error)
+from .settings import Settings
 
 
 def _ms(session: Session, at_ns: int | None) -> float | None:
     return None if at_ns is None else (at_ns - session.t0_ns) / 1e6
 
 
-def cold_start(command: Command, revision: str, timeout_s: float, pause_ms: float,
-               call: ToolCall | None, skips: Skips,
+def cold_start(command: Command, settings: Settings, skips: Skips,
                before_spawn: Callable[[], None] = lambda: None) -> dict:
-    """One timed cold start with its phases, on a fresh spawn: ``initialize`` (the
-    handshake), then ``notifications/initialized`` and ``tools/list`` to its last page, then
-    one small ``tools/call`` of ``call`` (None: reverse_text where listed; ``chosen_call``),
-    then the spec's shutdown.
+    """One timed cold start with its phases, on a fresh spawn: ``initialize`` (asking
+    ``settings.requested_revision``: the handshake), then ``notifications/initialized`` and
+    ``tools/list`` to its last page, then one small ``tools/call`` of ``settings.call``
+    (None: reverse_text where listed; ``chosen_call``), then the spec's shutdown. Every wait
+    is bounded by ``settings.timeout_s``.
 
     ``before_spawn`` runs before the pause (e.g. evicting the page cache). Phases whose
     method is in ``skips`` are left out; a phase that fails is noted there and left null.
 
     Returns:
         ``{handshake, first_byte, tools_list, first_call, negotiated_revision, server_info,
-        capabilities, tools, shutdown, traffic}``: the phases in ms from just before the
-        spawn (None when not reached), ``tools`` the ToolList or None.
+        capabilities, tools, shutdown (an Ended), traffic}``: the phases in ms from just
+        before the spawn (None when not reached), ``tools`` the ToolList or None.
 
     Raises:
         SessionError: no valid initialize answer (the run failed; the process is gone).
     """
-    before_spawn()
     sample = {"handshake": None, "first_byte": None, "tools_list": None, "first_call": None,
               "tools": None}
-    with timed_window(pause_ms):
-        session = Session.start(command, initialize_request(revision), wait_s=timeout_s)
+    first = initialize_request(settings.requested_revision)
+    with spawn.started([(command, first)], settings, timed=True,
+                       before_spawn=before_spawn) as (session,):
         try:
-            _phases(session, sample, timeout_s, call, skips)
+            _phases(session, sample, settings.timeout_s, settings.call, skips)
         finally:
             sample["first_byte"] = _ms(session, session.transport.first_byte_ns)
-            sample["shutdown"] = session.shutdown()
-            sample["traffic"] = session.traffic
+    sample["shutdown"], sample["traffic"] = session.ended, session.traffic
     return sample
+
+
+def modern_start(command: Command, settings: Settings, request: dict, what: str,
+                 before_spawn: Callable[[], None] = lambda: None
+                 ) -> tuple[float | None, Ended | None, Traffic | None, SessionError | None]:
+    """One timed modern-era cold start: ``request`` (a ``server/discover`` or a
+    ``tools/call`` with the 2026-07-28 envelope) as the very first message of a fresh spawn,
+    timed to its answer; ``what`` names it in causes.
+
+    Returns:
+        ``(ms, shutdown, traffic, error)``: ms from just before the spawn to the answer
+        (None with ``error`` when no usable answer came, the tool reported an error or the
+        program could not be started: then shutdown and traffic are None too).
+    """
+    try:
+        with spawn.started([(command, request)], settings, timed=True,
+                           before_spawn=before_spawn) as (session,):
+            try:
+                response = session.wait(1, settings.timeout_s)
+                result = result_of(response, what)
+                if request["method"] == "tools/call" and result.get("isError") is True:
+                    raise ProbeError(f"{what}: the tool reported an error")
+                ms, error = _ms(session, response.at_ns), None
+            except SessionError as err:
+                ms, error = None, err
+    except SessionError as err:  # it could not be started
+        return None, None, None, err
+    return ms, session.ended, session.traffic, error
 
 
 def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | None,

@@ -15,15 +15,20 @@ import psutil
 
 from ..stdio.tree import ProcessSet
 
-SAMPLE_INTERVAL_S = 0.005
-"""How often the sampler reads the RSS of the known processes."""
-RESCAN_INTERVAL_S = 0.05
-"""How often the sampler looks for new processes of the server."""
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 V8_MEMORY_REDUCER_S = 8.0
 """V8's memory reducer starts its first garbage collection about 8 s after a Node.js isolate
 goes idle (v8 src/heap/memory-reducer.h, kLongDelayMs = 8000); measured here: the TypeScript
 reference server's RSS is flat for 8 s after tools/list, then falls 13%."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the peak sampler reads a tree during a phase: the RSS of the known processes every
+    ``interval_s``, a rescan for new processes every ``rescan_s``."""
+
+    interval_s: float = 0.005
+    rescan_s: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -196,8 +201,8 @@ def high_water_mark(pid: int) -> int | None:
 
 class Sampler:
     """Samples the server's processes in a thread while a phase runs (a context manager):
-    the RSS of the known processes every SAMPLE_INTERVAL_S, a rescan for new ones every
-    RESCAN_INTERVAL_S, so a process born and gone inside the phase is seen.
+    the RSS of the known processes every ``interval_s``, a rescan for new ones every
+    ``rescan_s``, so a process born and gone inside the phase is seen.
 
     Attributes:
         peak_bytes: the largest summed RSS seen (a lower bound of the true peak).
@@ -206,8 +211,9 @@ class Sampler:
         samples: how many samples were taken.
     """
 
-    def __init__(self, processes: ProcessSet):
+    def __init__(self, processes: ProcessSet, sampling: Sampling):
         self._processes = processes
+        self._interval_s, self._rescan_s = sampling.interval_s, sampling.rescan_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self.peak_bytes = 0
@@ -221,7 +227,7 @@ class Sampler:
             now = time.monotonic()
             if now >= next_scan:
                 self._processes.scan()
-                next_scan = now + RESCAN_INTERVAL_S
+                next_scan = now + self._rescan_s
             total = 0
             for pid in list(self._processes.members):
                 value = rss(pid)
@@ -232,7 +238,7 @@ class Sampler:
                 self.seen.setdefault(pid, self._processes.info(pid))
             self.peak_bytes = max(self.peak_bytes, total)
             self.samples += 1
-            self._stop.wait(SAMPLE_INTERVAL_S)
+            self._stop.wait(self._interval_s)
 
     def __enter__(self) -> "Sampler":
         self._thread.start()
@@ -243,10 +249,10 @@ class Sampler:
         self._thread.join()
 
 
-def idle_block(rows: list[dict], settle_s: float, rule: SettleRule,
+def idle_block(rows: list[dict], settle_s: float, rule: SettleRule, sampling: Sampling,
                shared_with: list[dict]) -> dict:
     """The results file's ``memory`` block before any peak is known: sums over ``rows``
-    (``idle_rows``), the settle time and rule, and ``sharing``."""
+    (``idle_rows``), the settle time and rule, the sampler's intervals, and ``sharing``."""
     def total(key: str) -> int | None:
         values = [row[key] for row in rows]
         return sum(values) if values and None not in values else None
@@ -256,8 +262,8 @@ def idle_block(rows: list[dict], settle_s: float, rule: SettleRule,
             "settle_rule": rule.describe(), "sharing": shared_with,
             "peak_rss_bytes_payload": None, "peak_rss_bytes_sampled": None,
             "peak_rss_bytes_hwm_sum": None, "peak_method": None,
-            "sample_interval_ms": SAMPLE_INTERVAL_S * 1000,
-            "rescan_interval_ms": RESCAN_INTERVAL_S * 1000,
+            "sample_interval_ms": sampling.interval_s * 1000,
+            "rescan_interval_ms": sampling.rescan_s * 1000,
             "processes": [{**row, "peak_rss_bytes_hwm": None, "peak_rss_bytes_sampled": None,
                            "ru_maxrss_bytes": None, "exited": False} for row in rows]}
 
@@ -268,11 +274,13 @@ def high_water_marks(processes: ProcessSet) -> dict[int, int]:
 
 
 def peak_during(processes: ProcessSet, action: Callable[[], object],
-                idle_processes: list[dict], first_marks: dict[int, int] | None) -> dict:
+                idle_processes: list[dict], first_marks: dict[int, int] | None,
+                sampling: Sampling) -> dict:
     """The peak keys of the ``memory`` block, from two calls of the same tool: the first, timed
     call ran with nothing of mcpstart beside it and left ``first_marks`` (VmHWM per process
     after a reset, None when the reset failed); ``action`` repeats the call with every mark
-    reset again and the Sampler running, so processes born and gone inside it are seen.
+    reset again and the Sampler running (``sampling``), so processes born and gone
+    inside it are seen.
 
     ``peak_rss_bytes_payload``: for a one-process tree (one process idle, one seen by the
     sampler) the exact VmHWM of the first call (``peak_method`` "vmhwm"); else the sampled
@@ -283,7 +291,7 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
     exited, and ``os.wait4``'s ru_maxrss where mcpstart reaped it.
     """
     exact = reset_high_water_marks(processes)
-    with Sampler(processes) as sampler:
+    with Sampler(processes, sampling) as sampler:
         action()
         current = high_water_marks(processes)  # read once: the marks and who is alive
     alive = set(current)

@@ -16,18 +16,21 @@ import time
 from ..command import Command
 from ..stdio.session import Exited, NoAnswer, Session, SessionError
 from ..wire import MODERN_REVISION, initialize_request, modern_request
+from . import spawn
+from .settings import Settings
 
 HANDSHAKE_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions of the initialize-handshake era."""
 FUTURE_REVISION = "2099-12-31"
 """A revision no server knows: a server should answer initialize with one it supports."""
-PROBE_GRACE_S = 0.5
 
 
-def probe(command: Command, request: dict, timeout_s: float) -> dict:
+def probe(command: Command, request: dict, settings: Settings) -> dict:
     """Send ``request`` (id 1) as the first message of a fresh process and see what comes.
 
-    Ends at once on an answer, an error, an exit or EOF; else after ``timeout_s``.
+    Ends at once on an answer, an error, an exit or EOF; else after
+    ``settings.probe_timeout_s``; the process is then shut down within
+    ``settings.probe_grace_s`` per step.
 
     Returns:
         ``{method, requested, outcome ("answered" | "error" | "exited" | "no_answer"),
@@ -44,9 +47,18 @@ def probe(command: Command, request: dict, timeout_s: float) -> dict:
            "outcome": None, "answered": None, "error_code": None, "error_message": None,
            "error_data": None, "ms": None, "result": None}
     try:
-        session = Session.start(command, request)
-    except SessionError as err:
+        with spawn.started([(command, request)], settings, timed=False) as (session,):
+            try:
+                _outcome(session, row, settings.probe_timeout_s)
+            finally:
+                session.shutdown(settings.probe_grace_s)
+    except SessionError as err:  # it could not be started
         return {**row, "outcome": "exited", "error_message": str(err)}
+    return row
+
+
+def _outcome(session: Session, row: dict, timeout_s: float) -> None:
+    """Wait for the probe's answer and write what came into ``row``."""
     try:
         response = session.wait(1, timeout_s, diagnose=False)
         row["ms"] = (response.at_ns - session.t0_ns) / 1e6
@@ -68,20 +80,17 @@ def probe(command: Command, request: dict, timeout_s: float) -> dict:
     except SessionError as err:  # answered in a form no client can use
         row.update(outcome="error", error_message=str(err),
                    ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
-    finally:
-        session.shutdown(PROBE_GRACE_S)
-    return row
 
 
-def matrix(command: Command, timeout_s: float) -> list[dict]:
+def matrix(command: Command, settings: Settings) -> list[dict]:
     """The revision matrix: ``server/discover`` with the modern envelope, then
     ``initialize`` asking each handshake revision and one unknown future revision, each in
     its own process (some servers exit on any first request but initialize). Once an
     initialize probe got no answer at all, the others are not asked (fault-cases.md, case
     16: a method that got no answer is not waited for again); the matrix then ends there."""
-    rows = [probe(command, modern_request("server/discover"), timeout_s)]
+    rows = [probe(command, modern_request("server/discover"), settings)]
     for revision in (*HANDSHAKE_REVISIONS, FUTURE_REVISION):
-        rows.append(probe(command, initialize_request(revision), timeout_s))
+        rows.append(probe(command, initialize_request(revision), settings))
         if rows[-1]["outcome"] == "no_answer":
             break
     return rows

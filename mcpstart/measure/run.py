@@ -18,14 +18,14 @@ from datetime import datetime, timezone
 from .. import Progress, Step, __version__
 from ..results import Results, ServerResult
 from ..command import Command
-from ..stdio.session import Session, SessionError, Traffic
-from . import machine, revisions
-from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
-from .client import ProbeError, Skips, result_of
-from .cold import cold_start, timed_window
-from .warm import tool_session
-from .settings import Settings
 from ..stats import series_warnings, summarize
+from ..stdio.session import SessionError, Traffic
+from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
+from . import machine, revisions, spawn
+from .client import Skips
+from .cold import cold_start, modern_start
+from .settings import Settings
+from .warm import tool_session
 
 PHASES = ("first_byte", "tools_list", "first_call")
 
@@ -131,7 +131,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                 Step(f"[{index}/{len(live)}] {n}: {text}", "session", n))
             _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
                                                          s.traffic, step))
-        _finish(server, results)
+        _finish(server, settings, results.environment)
         on_update(results)
     started = [s for s in live if not _could_not_start(s)]
     if budget is not None and started:
@@ -186,8 +186,7 @@ def _could_not_start(server: Server) -> bool:
 
 
 def _matrix(server: Server, settings: Settings) -> None:
-    protocol, warnings = revisions.derive(revisions.matrix(server.command,
-                                                           settings.probe_timeout_s))
+    protocol, warnings = revisions.derive(revisions.matrix(server.command, settings))
     server.row.protocol.update(protocol)
     for warning in warnings:
         server.row.warn("protocol", warning, "protocol.era")
@@ -199,8 +198,8 @@ def _cold_cache(server: Server, settings: Settings) -> None:
     what was evicted and what stayed (``page_cache``)."""
     from .cache import evict, mapped_files, server_files
 
-    session = Session.start(server.command, initialize_request(settings.requested_revision))
-    try:
+    first = initialize_request(settings.requested_revision)
+    with spawn.started([(server.command, first)], settings, timed=False) as (session,):
         session.wait(1, settings.timeout_s)
         mapped = []
         for proc in session.processes.scan():
@@ -208,8 +207,6 @@ def _cold_cache(server: Server, settings: Settings) -> None:
                 mapped += mapped_files(proc.pid)
             except OSError:
                 continue
-    finally:
-        session.shutdown()
     files = server_files(os.fsdecode(session.transport.prepared.path), server.artifacts, mapped)
     record = {"files": len(files), "evicted_bytes": [], "resident_bytes": [],
               "resident_note": None}
@@ -256,12 +253,11 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
 
 def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
     """One cold start of the initialize era with its phases, on a fresh spawn."""
-    sample = cold_start(server.command, settings.requested_revision, settings.timeout_s,
-                        settings.pause_ms, settings.call, server.skips, server.before_spawn)
+    sample = cold_start(server.command, settings, server.skips, server.before_spawn)
     sample["warmup"] = warmup
     server.runs.append(sample)
     server.traffic.merge(sample["traffic"])
-    server.row.orphans += sample["shutdown"]["orphans"]
+    server.row.orphans += sample["shutdown"].orphans
 
 
 def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
@@ -275,29 +271,16 @@ def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
     for series, request in firsts.items():
         if series in server.skips:
             continue
-        try:
-            ms = _modern_once(server, settings, request, call)
-        except SessionError as err:
-            server.skips.note(series, f"modern-era cold start ({series}): {err}")
+        what = "server/discover" if series == "discover" else f"tools/call {call.name}"
+        ms, ended, traffic, error = modern_start(server.command, settings, request, what,
+                                                 server.before_spawn)
+        if ended is not None:
+            server.row.orphans += ended.orphans
+            server.traffic.merge(traffic)
+        if error is not None:
+            server.skips.note(series, f"modern-era cold start ({series}): {error}")
             continue
         server.modern[series].append((ms, warmup))
-
-
-def _modern_once(server: Server, settings: Settings, request: dict, call: ToolCall) -> float:
-    server.before_spawn()
-    with timed_window(settings.pause_ms):
-        session = Session.start(server.command, request, wait_s=settings.timeout_s)
-        try:
-            response = session.wait(1, settings.timeout_s)
-        finally:
-            shutdown = session.shutdown()
-            server.row.orphans += shutdown["orphans"]
-            server.traffic.merge(session.traffic)
-    what = request["method"] if request["method"] != "tools/call" else f"tools/call {call.name}"
-    result = result_of(response, what)
-    if request["method"] == "tools/call" and result.get("isError") is True:
-        raise ProbeError(f"{what}: the tool reported an error")
-    return (response.at_ns - session.t0_ns) / 1e6
 
 
 def _stats(pairs: list[tuple[float | None, bool]]) -> dict:
@@ -320,11 +303,11 @@ def _summarize(server: Server) -> None:
                          for series, pairs in server.modern.items()}
 
 
-def _finish(server: Server, results: Results) -> None:
-    """Warnings and reasons that need the whole row: the series' statistics, the traffic,
-    the negotiated revision, the methods that failed, what was not measured."""
-    row, settings = server.row, results.settings
-    env = results.environment
+def _finish(server: Server, settings: Settings, env: dict) -> None:
+    """Warnings and reasons that need the whole row: the series' statistics (``env``: the
+    machine's metadata, for the load), the traffic, the negotiated revision, the methods
+    that failed, what was not measured."""
+    row = server.row
     row.warnings += series_warnings("handshake_ms", row.handshake_ms, env.get("load_average"),
                                     env.get("cpu_count"))
     revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}
@@ -332,8 +315,8 @@ def _finish(server: Server, results: Results) -> None:
         row.warn("protocol", f"negotiated revision varied between runs: {sorted(revisions_seen)}",
                  "protocol.negotiated_revision")
     negotiated = row.protocol.get("negotiated_revision")
-    if negotiated and negotiated != settings["requested_revision"]:
-        row.warn("protocol", f"requested protocol revision {settings['requested_revision']!r}, "
+    if negotiated and negotiated != settings.requested_revision:
+        row.warn("protocol", f"requested protocol revision {settings.requested_revision!r}, "
                              f"server negotiated {negotiated!r}", "protocol.negotiated_revision")
     for cause in server.skips.causes.values():
         row.fail(cause)
@@ -444,16 +427,16 @@ def _first_start(server: Server, settings: Settings) -> bool:
     leave npx's cache broken). Whatever the server does is left for the probes to find;
     returns False, with the row failed, when the program cannot be started at all (not
     found, no such working directory, an interpreter line naming no program)."""
+    first = initialize_request(settings.requested_revision)
     try:
-        session = Session.start(server.command,
-                                initialize_request(settings.requested_revision))
+        with spawn.started([(server.command, first)], settings, timed=False) as (session,):
+            try:
+                session.wait(1, settings.timeout_s, diagnose=False)
+            except SessionError:
+                pass
+            finally:
+                session.shutdown(settings.probe_grace_s)
     except SessionError as err:
         server.row.fail(str(err))
         return False
-    try:
-        session.wait(1, settings.timeout_s, diagnose=False)
-    except SessionError:
-        pass
-    finally:
-        session.shutdown(grace_s=0.5)
     return True

@@ -1,12 +1,19 @@
-"""How a run measures, as one object that travels through the run (design.md)."""
+"""How a run measures, as one typed object that travels through the run to every probe
+(design.md): counts, timeouts, the payload, the order, and every fixed wait (settle rule,
+diagnosis wait, shutdown grace, sampler intervals), all recorded in the results file."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import defaults
-from .memory import RESCAN_INTERVAL_S, SAMPLE_INTERVAL_S, SettleRule
+from ..command import Command
+from ..stdio.base import Transport
+from ..stdio.session import Waits
+from ..stdio.transport import StdioTransport
 from ..wire import ToolCall
+from .memory import Sampling, SettleRule
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,12 @@ class Settings:
         probe_timeout_s: bound of each revision-matrix probe.
         call: the tool to call (None: reverse_text where the server lists it).
         settle: when idle memory counts as settled.
+        waits: a session's fixed waits (shutdown grace, diagnosis after a timeout).
+        probe_grace_s: the shutdown grace of a revision-matrix probe and of the unprobed
+            first start of ``mcpstart revisions``.
+        sampling: how often the peak sampler reads RSS and looks for new processes.
+        spawner: how a Command becomes an unstarted Transport (the stdio transport; tests
+            give a scripted one). Not recorded.
     """
 
     runs: int = defaults.RUNS
@@ -44,6 +57,11 @@ class Settings:
     probe_timeout_s: float = defaults.PROBE_TIMEOUT_S
     call: ToolCall | None = None
     settle: SettleRule = SettleRule()
+    waits: Waits = Waits()
+    probe_grace_s: float = 0.5
+    sampling: Sampling = Sampling()
+    spawner: Callable[[Command], Transport] = field(default=StdioTransport, compare=False,
+                                                      repr=False)
 
     def record(self, order: str) -> dict:
         """The results file's ``settings`` block (``order`` as resolved for the run)."""
@@ -56,7 +74,10 @@ class Settings:
             "call_tool": self.call.name if self.call else None,
             "call_arguments": self.call.arguments if self.call else None,
             "settle_rule": self.settle.describe(),
-            "sample_interval_ms": SAMPLE_INTERVAL_S * 1000,
-            "rescan_interval_ms": RESCAN_INTERVAL_S * 1000,
+            "sample_interval_ms": self.sampling.interval_s * 1000,
+            "rescan_interval_ms": self.sampling.rescan_s * 1000,
+            "shutdown_grace_s": self.waits.shutdown_grace_s,
+            "diagnosis_wait_s": self.waits.diagnosis_s,
+            "probe_grace_s": self.probe_grace_s,
             "env_keys": sorted(self.env),
         }

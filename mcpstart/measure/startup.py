@@ -8,12 +8,14 @@ and per server whether it fits each client's startup limit.
 
 from __future__ import annotations
 
+import math
 import time
 
 from .. import Step
-from ..stdio.session import Session, SessionError, prepare_spawn, wait_any
+from ..stdio.session import Session, SessionError, wait_any
 from ..wire import initialize_request, paging_stop
-from .cold import timed_window
+from . import spawn
+from .settings import Settings
 from ..stats import summarize
 
 LIMITS_S = (10.0, 30.0, 60.0)
@@ -33,63 +35,76 @@ core/context/mcp/MCPConnection.ts DEFAULT_MCP_TIMEOUT 20 s; Gemini CLI
 packages/core/src/tools/mcp-client.ts MCP_DEFAULT_TIMEOUT_MSEC 600 s)."""
 
 
+def parse_limits(text: str) -> list[float]:
+    """``--budget 10,30,60`` as sorted distinct seconds.
+
+    Raises:
+        ValueError: not a list of positive finite seconds (the message quotes the text).
+    """
+    try:
+        limits = sorted({float(v) for v in text.split(",") if v.strip()})
+    except ValueError:
+        raise ValueError(f"{text!r} is not a list of seconds, e.g. 10,30,60") from None
+    if not limits or not all(math.isfinite(v) and v > 0 for v in limits):
+        raise ValueError(f"{text!r}: give positive seconds, e.g. 10,30,60")
+    return limits
+
+
 def _ms(at_ns: int | None, start_ns: int) -> float | None:
     return None if at_ns is None else (at_ns - start_ns) / 1e6
 
 
-def one_start(servers, settings) -> dict:
+def one_start(servers, settings: Settings) -> dict:
     """Spawn every server of ``servers`` ([(name, Command)]) in one go and follow each to
     ready on its own, as an editor does: ``notifications/initialized`` and ``tools/list``
     (every page) as soon as that server's initialize is answered. Returns ``{name:
     {first_byte, initialize, tools_list}}`` in ms from just before the first spawn (None
-    for a phase not reached within ``settings.timeout_s`` of its request)."""
-    sessions: dict[Session, str] = {}
-    with timed_window(settings.pause_ms):
-        return _follow([(name, command, prepare_spawn(command)) for name, command in servers],
-                       sessions, settings)
+    for a phase not reached within ``settings.timeout_s`` of its request).
+
+    Raises:
+        SessionError: a server cannot be started (the others are shut down).
+    """
+    first = initialize_request(settings.requested_revision)
+    with spawn.started([(command, first) for _, command in servers], settings,
+                       timed=True) as started:
+        sessions = {session: name for session, (name, _) in zip(started, servers)}
+        return _follow(sessions, settings)
 
 
-def _follow(prepared, sessions: dict, settings) -> dict:
-    try:
-        for name, command, ready in prepared:
-            sessions[Session.start(command, initialize_request(settings.requested_revision),
-                                   ready)] = name
-        start = min(s.t0_ns for s in sessions)
-        times = {name: {"first_byte": None, "initialize": None, "tools_list": None}
-                 for name in sessions.values()}
-        waits = {s: (1, time.monotonic() + settings.timeout_s) for s in sessions}
-        paging = {s: (set(), 0, 0) for s in sessions}  # cursors followed, pages, tools
-        while waits:
-            for session, answer in wait_any(waits).items():
-                del waits[session]
-                phases = times[sessions[session]]
-                if isinstance(answer, SessionError):
+def _follow(sessions: dict[Session, str], settings: Settings) -> dict:
+    start = min(s.t0_ns for s in sessions)
+    times = {name: {"first_byte": None, "initialize": None, "tools_list": None}
+             for name in sessions.values()}
+    waits = {s: (1, time.monotonic() + settings.timeout_s) for s in sessions}
+    paging = {s: (set(), 0, 0) for s in sessions}  # cursors followed, pages, tools
+    while waits:
+        for session, answer in wait_any(waits).items():
+            del waits[session]
+            phases = times[sessions[session]]
+            if isinstance(answer, SessionError):
+                continue
+            if phases["initialize"] is None:
+                phases["initialize"] = _ms(answer.at_ns, start)
+                session.notify("notifications/initialized")
+                cursor = None
+            else:
+                result = answer.message.get("result")
+                result = result if isinstance(result, dict) else {}
+                page = result.get("tools")
+                seen, pages, tools = paging[session]
+                pages, tools = pages + 1, tools + (len(page) if isinstance(page, list) else 0)
+                cursor = result.get("nextCursor")
+                if cursor is None or paging_stop(cursor, seen, pages, tools):
+                    phases["tools_list"] = _ms(answer.at_ns, start)  # the last page taken
                     continue
-                if phases["initialize"] is None:
-                    phases["initialize"] = _ms(answer.at_ns, start)
-                    session.notify("notifications/initialized")
-                    cursor = None
-                else:
-                    result = answer.message.get("result")
-                    result = result if isinstance(result, dict) else {}
-                    page = result.get("tools")
-                    seen, pages, tools = paging[session]
-                    pages, tools = pages + 1, tools + (len(page) if isinstance(page, list) else 0)
-                    cursor = result.get("nextCursor")
-                    if cursor is None or paging_stop(cursor, seen, pages, tools):
-                        phases["tools_list"] = _ms(answer.at_ns, start)  # the last page taken
-                        continue
-                    seen.add(cursor)
-                    paging[session] = (seen, pages, tools)
-                request = session.send_request("tools/list",
-                                               {"cursor": cursor} if cursor is not None else {})
-                waits[session] = (request, time.monotonic() + settings.timeout_s)
-        for session, name in sessions.items():
-            times[name]["first_byte"] = _ms(session.transport.first_byte_ns, start)
-        return times
-    finally:
-        for session in sessions:
-            session.shutdown()
+                seen.add(cursor)
+                paging[session] = (seen, pages, tools)
+            request = session.send_request("tools/list",
+                                           {"cursor": cursor} if cursor is not None else {})
+            waits[session] = (request, time.monotonic() + settings.timeout_s)
+    for session, name in sessions.items():
+        times[name]["first_byte"] = _ms(session.transport.first_byte_ns, start)
+    return times
 
 
 def ready_ms(tools_list: float | None, initialize: float | None) -> float | None:
@@ -102,7 +117,7 @@ def _ready(phases: dict) -> float | None:
     return ready_ms(phases["tools_list"], phases["initialize"])
 
 
-def measure_startup(servers, settings, limits: list[float], own_limits: dict[str, float],
+def measure_startup(servers, settings: Settings, limits: list[float], own_limits: dict[str, float],
                     single_starts: dict[str, list[float]], sequential: dict[str, float],
                     idle: dict[str, tuple[int | None, int | None]],
                     progress=lambda _: None) -> dict:

@@ -10,12 +10,14 @@ from ..stats import summarize
 from ..stdio.session import Session, Traffic
 from ..wire import (REFERENCE_TOOL, SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
-from . import memory
+from ..results import ServerResult
+from . import memory, spawn
 from .client import (ProbeError, Skips, call_tool, chosen_call, initialize_result, list_tools,
                      tool_error)
+from .settings import Settings
 
 
-def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic,
+def tool_session(command: Command, settings: Settings, row: ServerResult, skips: Skips, traffic: Traffic,
                  progress: Callable[[str], None] = lambda _: None) -> None:
     """One warm session, filling ``row`` (a results.ServerResult) step by step so that a
     failure keeps everything measured before it (fault-cases.md, case 15): initialize,
@@ -31,78 +33,85 @@ def tool_session(command: Command, settings, row, skips: Skips, traffic: Traffic
     Raises:
         SessionError: a step got no usable answer; the row keeps what came before.
     """
-    session = Session.start(command, initialize_request(settings.requested_revision))
-    try:
-        initialize_result(session.wait(1, settings.timeout_s))
-        session.notify("notifications/initialized")
-        listing = call_error = None
-        if "tools/list" not in skips:  # a method that got no answer is not asked again
-            progress("tools/list")
-            listing = list_tools(session, settings.timeout_s)
-            try:
-                call = chosen_call(settings.call, listing)
-            except ProbeError as err:  # raised once idle memory is read
-                call, call_error = None, err
-            tool = listing.find(call.name) if call else None
-            row.tools = {"count": len(listing.tools), "pages": listing.pages,
-                         "list_bytes": listing.list_bytes,
-                         "definitions_bytes": listing.definitions_bytes,
-                         "with_output_schema": sum(1 for t in listing.tools if isinstance(t, dict)
-                                                   and t.get("outputSchema")),
-                         "output_schema": bool(tool.get("outputSchema")) if tool else None,
-                         "structured_content": None}
-            row.warnings += listing.warnings
-        progress("idle memory")
-        settled, waited = memory.settle(session.processes, session.serve, settings.settle)
-        idle = memory.idle_rows(session.processes)
-        row.memory = memory.idle_block(idle, waited, settings.settle,
-                                       memory.sharing(session.processes))
-        if not settled:
-            row.warn("memory", f"idle memory did not settle within {waited:.1f} s",
-                     "memory.idle_rss_bytes")
-        if listing is None:
-            return
-        if call_error:
-            raise call_error
-        if call is None:
-            row.skip_block("payload", f"the server lists no {REFERENCE_TOOL} tool; name one "
-                                      "with --call TOOL")
-            row.skip_block("round_trip_ms", "no tool to call")
-            return
-        if settings.round_trips:
-            progress(f"{settings.round_trips} warm round trips")
-            row.round_trip_ms = round_trips(session, call, settings.round_trips,
-                                            settings.timeout_s)
-        else:
-            row.skip_block("round_trip_ms", "--round-trips 0")
-        progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
-        text = payload_text(settings.payload_bytes)
-        exact = memory.reset_high_water_marks(session.processes)  # before the clock
-        outcome = call_tool(session, call, text, settings.timeout_s)
-        first_marks = memory.high_water_marks(session.processes) if exact else None
-        row.payload = {"tool": call.name, "request_bytes": len(text),
-                       "response_bytes": outcome.response.size_bytes,
-                       "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
-                       "verified": (outcome.text == text[::-1]
-                                    if call.verifiable and not outcome.is_error else None),
-                       "unicode_verified": None, "is_error": outcome.is_error}
-        row.tools["structured_content"] = "structuredContent" in outcome.result
-        if outcome.is_error:
-            raise tool_error(call, outcome)
-        progress(f"memory during tools/call {call.name}")
-        row.memory.update(memory.peak_during(
-            session.processes, lambda: call_tool(session, call, text, settings.timeout_s),
-            row.memory["processes"], first_marks))
-        for warning in memory.peak_warnings(row.memory):
-            row.warn("memory", warning, "memory.peak_rss_bytes_payload")
-        if call.verifiable:
-            check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
-            row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]
-    finally:
-        shutdown = session.shutdown()
-        row.shutdown = {"how": shutdown["how"], "ms": shutdown["ms"]}
-        row.orphans += shutdown["orphans"]
-        traffic.merge(session.traffic)
+    first = initialize_request(settings.requested_revision)
+    with spawn.started([(command, first)], settings, timed=False) as (session,):
+        try:
+            _steps(session, settings, row, skips, progress)
+        finally:
+            ended = session.shutdown()
+            row.shutdown = {"how": ended.how, "ms": ended.ms}
+            row.orphans += ended.orphans
+            traffic.merge(session.traffic)
+
+
+def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips,
+           progress: Callable[[str], None]) -> None:
+    """The steps of ``tool_session`` on a started session, in order."""
+    initialize_result(session.wait(1, settings.timeout_s))
+    session.notify("notifications/initialized")
+    listing = call_error = None
+    if "tools/list" not in skips:  # a method that got no answer is not asked again
+        progress("tools/list")
+        listing = list_tools(session, settings.timeout_s)
+        try:
+            call = chosen_call(settings.call, listing)
+        except ProbeError as err:  # raised once idle memory is read
+            call, call_error = None, err
+        tool = listing.find(call.name) if call else None
+        row.tools = {"count": len(listing.tools), "pages": listing.pages,
+                     "list_bytes": listing.list_bytes,
+                     "definitions_bytes": listing.definitions_bytes,
+                     "with_output_schema": sum(1 for t in listing.tools if isinstance(t, dict)
+                                               and t.get("outputSchema")),
+                     "output_schema": bool(tool.get("outputSchema")) if tool else None,
+                     "structured_content": None}
+        row.warnings += listing.warnings
+    progress("idle memory")
+    settled, waited = memory.settle(session.processes, session.serve, settings.settle)
+    idle = memory.idle_rows(session.processes)
+    row.memory = memory.idle_block(idle, waited, settings.settle, settings.sampling,
+                                   memory.sharing(session.processes))
+    if not settled:
+        row.warn("memory", f"idle memory did not settle within {waited:.1f} s",
+                 "memory.idle_rss_bytes")
+    if listing is None:
+        return
+    if call_error:
+        raise call_error
+    if call is None:
+        row.skip_block("payload", f"the server lists no {REFERENCE_TOOL} tool; name one "
+                                  "with --call TOOL")
+        row.skip_block("round_trip_ms", "no tool to call")
+        return
+    if settings.round_trips:
+        progress(f"{settings.round_trips} warm round trips")
+        row.round_trip_ms = round_trips(session, call, settings.round_trips,
+                                        settings.timeout_s)
+    else:
+        row.skip_block("round_trip_ms", "--round-trips 0")
+    progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
+    text = payload_text(settings.payload_bytes)
+    exact = memory.reset_high_water_marks(session.processes)  # before the clock
+    outcome = call_tool(session, call, text, settings.timeout_s)
+    first_marks = memory.high_water_marks(session.processes) if exact else None
+    row.payload = {"tool": call.name, "request_bytes": len(text),
+                   "response_bytes": outcome.response.size_bytes,
+                   "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
+                   "verified": (outcome.text == text[::-1]
+                                if call.verifiable and not outcome.is_error else None),
+                   "unicode_verified": None, "is_error": outcome.is_error}
+    row.tools["structured_content"] = "structuredContent" in outcome.result
+    if outcome.is_error:
+        raise tool_error(call, outcome)
+    progress(f"memory during tools/call {call.name}")
+    row.memory.update(memory.peak_during(
+        session.processes, lambda: call_tool(session, call, text, settings.timeout_s),
+        row.memory["processes"], first_marks, settings.sampling))
+    for warning in memory.peak_warnings(row.memory):
+        row.warn("memory", warning, "memory.peak_rss_bytes_payload")
+    if call.verifiable:
+        check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
+        row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]
 
 
 def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) -> dict:

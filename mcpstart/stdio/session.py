@@ -1,36 +1,42 @@
-"""One client session with an MCP server over the stdio transport: requests and their waits,
+"""One client session with an MCP server over a transport (base.Transport; stdio today): requests and their waits,
 the tolerant handling of everything else a server writes, and the spec's shutdown.
 
 Tolerant as ../shared/fault-cases.md asks: stdout lines that are not JSON-RPC are skipped and
 counted, notifications recorded, requests from the server answered, CRLF accepted, stderr
 drained, almost-right answers accepted or failed at once (jsonrpc.py), and every wait ends
 within its timeout with a cause that names the request ("no answer to tools/list within
-10 s", "tools/call reverse_text: ..."). All pipe I/O happens on the calling thread
-(transport.py), so a response is stamped when it became readable.
+10 s", "tools/call reverse_text: ..."). All I/O happens on the calling thread
+(transport.py), so a response is stamped when it became readable. Every wait is timed by the
+transport's clock.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from .. import interrupts
 from . import jsonrpc
-from ..command import Command
-from .transport import (Line, LineTooLong, Prepared, SpawnError, Transport, poll_many,
-                        prepare)
-from .tree import ProcessSet
+from .base import Ended, Frame, FrameTooLong, SpawnError, Transport
+from .transport import poll_many
 
-SHUTDOWN_GRACE_S = 2.0
-"""How long each shutdown step (stdin EOF, then SIGTERM) may take before the next one."""
-DIAGNOSIS_WAIT_S = 2.0
-"""After a timeout, how long mcpstart listens for a late answer while it finds the cause."""
 
-__all__ = ["Exited", "FramingError", "NoAnswer", "Response", "Session", "SessionError",
-           "Traffic", "prepare_spawn", "shutdown_all", "wait_any"]
+@dataclass(frozen=True)
+class Waits:
+    """The fixed waits of a session (recorded with a run's settings; tests shorten them).
+
+    Attributes:
+        shutdown_grace_s: how long each shutdown step (stdin EOF, then SIGTERM, then SIGKILL)
+            may take before the next one.
+        diagnosis_s: after a timeout, how long mcpstart listens for a late answer once stdin
+            is closed while it finds the cause; a silent server's LSP probe may take twice
+            that (in a fresh process).
+    """
+
+    shutdown_grace_s: float = 2.0
+    diagnosis_s: float = 2.0
 
 
 class SessionError(Exception):
@@ -113,37 +119,37 @@ class Traffic:
 
 
 class Session:
-    """A spawned MCP server and the client side of its stdio transport.
+    """A spawned MCP server and the client side of its transport.
 
-    Use ``Session.start(...)``; always finish with ``shutdown()`` (also on errors), which
-    guarantees no process of the server outlives the session.
+    Use ``Session.start(...)``, as a context manager or finishing with ``shutdown()`` (also
+    on errors), which guarantees no process of the server outlives the session.
 
     Attributes:
-        command: what was spawned.
         transport: the process and its pipes (``t0_ns``, ``first_byte_ns`` ...).
+        waits: the fixed waits (shutdown grace, diagnosis).
         traffic: irregular traffic seen so far.
+        ended: the shutdown's outcome, once shut down.
     """
 
-    def __init__(self, command: Command, transport: Transport):
-        self.command = command
+    def __init__(self, transport: Transport, waits: Waits = Waits()):
         self.transport = transport
+        self.waits = waits
         self.traffic = Traffic()
-        self._processes: ProcessSet | None = None
-        self._backlog: deque[Line] = deque()
+        self.ended: Ended | None = None
+        self._backlog: deque[Frame] = deque()
         self._joined: list[bytes] | None = None
         self._pending: dict[int, tuple[str, int]] = {}
         self._next_id = 1
 
     # ----- start -----------------------------------------------------------------------
     @classmethod
-    def start(cls, command: Command, first_request: dict | None = None,
-              prepared: Prepared | None = None, wait_s: float = 0.0) -> "Session":
-        """Spawn ``command`` (no shell, a new session and process group, three pipes) with
-        ``first_request`` already in its stdin pipe. The clock (``transport.t0_ns``) starts
-        just before the request is written and the spawn; ``prepared`` (from
-        ``prepare_spawn``) lets the caller prepare several spawns before the first clock (the
-        all-at-once start); ``wait_s`` (a timed spawn) makes the spawn block right away until
-        the server writes something (Transport.start), at most that long.
+    def start(cls, transport: Transport, first_request: dict | None = None,
+              wait_s: float = 0.0, waits: Waits = Waits()) -> "Session":
+        """Start ``transport`` (for stdio: spawn, no shell, a new session and process group,
+        three pipes) with ``first_request`` already on its way. The clock
+        (``transport.t0_ns``) starts just before the request is written and the spawn;
+        ``wait_s`` (a timed spawn) makes the spawn block right away until the server writes
+        something (Transport.start), at most that long.
 
         Args:
             first_request: a JSON-RPC request (its id must be 1; later requests number on).
@@ -152,7 +158,7 @@ class Session:
             SessionError: the program cannot be started (not found, not executable, no such
                 working directory).
         """
-        session = cls(command, Transport(prepared or prepare_spawn(command)))
+        session = cls(transport, waits)
         try:
             first = jsonrpc.encode(first_request) if first_request else None
             if first_request:
@@ -171,11 +177,16 @@ class Session:
         return self.transport.t0_ns
 
     @property
-    def processes(self) -> ProcessSet:
-        """The server's processes (design.md), found from here on."""
-        if self._processes is None:
-            self._processes = ProcessSet(self.transport.pid)
-        return self._processes
+    def processes(self):
+        """The server's processes (tree.ProcessSet), or None where the transport has none."""
+        return self.transport.processes
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.ended is None:
+            self.shutdown()
 
     # ----- requests --------------------------------------------------------------------
     def notify(self, method: str, params: dict | None = None) -> None:
@@ -226,10 +237,10 @@ class Session:
         what, sent = self._pending[request_id]
         since_sent_s = (time.perf_counter_ns() - (sent or self.t0_ns)) / 1e9  # the first: t0
         try:
-            outcome = self._serve(request_id, time.monotonic() + timeout_s - since_sent_s)
-        except (jsonrpc.MalformedAnswer, LineTooLong) as err:
+            outcome = self._serve(request_id, self.transport.clock() + timeout_s - since_sent_s)
+        except (jsonrpc.MalformedAnswer, FrameTooLong) as err:
             raise SessionError(self._with_stderr(f"{what}: {err}"
-                                                 if isinstance(err, LineTooLong) else str(err)))
+                                                 if isinstance(err, FrameTooLong) else str(err)))
         if outcome == "timeout":
             cause = (self._diagnose_timeout(request_id, timeout_s) if diagnose
                      else f"no answer to {what} within {timeout_s:g} s")
@@ -242,8 +253,8 @@ class Session:
         """Keep the pipes served for ``seconds`` without awaiting anything (notifications,
         server requests and stderr are handled, so the server never blocks on a pipe)."""
         try:
-            self._serve(None, time.monotonic() + seconds)
-        except (jsonrpc.MalformedAnswer, LineTooLong):
+            self._serve(None, self.transport.clock() + seconds)
+        except (jsonrpc.MalformedAnswer, FrameTooLong):
             pass
 
     def _serve(self, request_id: int | None, deadline: float) -> Response | str:
@@ -254,15 +265,15 @@ class Session:
                 answer = self._handle(self._backlog.popleft(), request_id)
                 if answer is not None:
                     return answer
-            if not transport.stdout_open:
+            if not transport.output_open:
                 return "eof" if request_id is not None else "timeout"
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.transport.clock()
             if remaining <= 0:
                 return "timeout"
-            self._backlog.extend(transport.poll(remaining))
+            self._backlog.extend(transport.receive(remaining))
 
     # ----- one line ----------------------------------------------------------------------
-    def _handle(self, line: Line, request_id: int | None) -> Response | None:
+    def _handle(self, line: Frame, request_id: int | None) -> Response | None:
         if line.crlf:
             self.traffic.crlf_lines += 1
         text = line.data.strip()
@@ -291,7 +302,7 @@ class Session:
             return None
         return self._take(value, request_id, what, line)
 
-    def _join(self, text: bytes, request_id, what: str, line: Line) -> Response | None:
+    def _join(self, text: bytes, request_id, what: str, line: Frame) -> Response | None:
         """A line that continues a JSON value begun on an earlier line (case 12)."""
         self._joined.append(text)
         joined = b"\n".join(self._joined)
@@ -318,7 +329,7 @@ class Session:
         if lines and self.traffic.noise_example is None:
             self.traffic.noise_example = _clip(lines[0], 120)
 
-    def _take(self, value, request_id, what: str, line: Line) -> Response | None:
+    def _take(self, value, request_id, what: str, line: Frame) -> Response | None:
         parsed = jsonrpc.classify(value, request_id, what)
         if parsed.noise:
             self._count_noise_lines([line.data.strip()])
@@ -370,16 +381,15 @@ class Session:
 
     def _diagnose_eof(self, what: str) -> str:
         transport = self.transport
-        deadline = time.monotonic() + SHUTDOWN_GRACE_S
-        while transport.exited_ns is None and time.monotonic() < deadline:
-            transport.poll(deadline - time.monotonic())
-        after = _ms((transport.stdout_eof_ns or time.perf_counter_ns()) - self.t0_ns)
-        if transport.exited_ns is None:
+        deadline = transport.clock() + self.waits.shutdown_grace_s
+        while transport.exit() is None and transport.clock() < deadline:
+            transport.receive(deadline - transport.clock())
+        after = _ms((transport.output_end_ns or time.perf_counter_ns()) - self.t0_ns)
+        ended = transport.exit()
+        if ended is None:
             return self._with_stderr(f"{what}: the server closed stdout after {after:.0f} ms "
                                      "without answering, but kept running")
-        self.processes.alive()
-        code = self.processes.exited.get(transport.pid, {}).get("exit_code")
-        return self._with_stderr(f"{what}: the server exited with code {code} after "
+        return self._with_stderr(f"{what}: the server exited with code {ended.code} after "
                                  f"{after:.0f} ms before answering")
 
     def _diagnose_timeout(self, request_id: int, timeout_s: float) -> str:
@@ -387,66 +397,41 @@ class Session:
         LSP-style framing (probed in a fresh process), or it is simply slow or silent."""
         what, _ = self._pending[request_id]
         cause = f"no answer to {what} within {timeout_s:g} s"
-        self.transport.close_stdin()
+        self.transport.end_input()
         try:
-            late = self._serve(request_id, time.monotonic() + DIAGNOSIS_WAIT_S)
-        except (SessionError, jsonrpc.MalformedAnswer, LineTooLong):
+            late = self._serve(request_id, self.transport.clock() + self.waits.diagnosis_s)
+        except (SessionError, jsonrpc.MalformedAnswer, FrameTooLong):
             late = None
         if isinstance(late, Response):
             return (f"{cause}; the answer came only after stdin was closed: the server does "
                     "not flush stdout after each message (block-buffered output, e.g. "
                     "Python without -u)")
-        if self.transport.stdout_bytes == 0:
+        if self.transport.received_bytes == 0:
             cause += " (nothing at all on stdout)"
-            framing = _probe_lsp_framing(self.command, min(timeout_s, DIAGNOSIS_WAIT_S * 2))
+            framing = _probe_lsp_framing(self.transport.fresh(),
+                                         min(timeout_s, self.waits.diagnosis_s * 2))
             if framing:
                 return f"{cause}; a fresh process answered a Content-Length framed ping: {framing}"
         return self._with_stderr(cause)
 
     # ----- shutdown ----------------------------------------------------------------------
-    def shutdown(self, grace_s: float = SHUTDOWN_GRACE_S) -> dict:
-        """End the server as the MCP spec's stdio shutdown says: close stdin and wait
-        ``grace_s``; SIGTERM and wait ``grace_s``; SIGKILL. Every step addresses the server's
-        whole process set (tree.py), and pipes are drained meanwhile so a server writing at
-        exit never blocks. Exit signals wait until this is done (interrupts.shielded).
-
-        Returns:
-            ``{"how": "eof" | "sigterm" | "sigkill", "ms": float, "exit_code": int | None,
-            "orphans": [{"pid", "cmdline"}], "exited": [...]}``: ``how`` is the step after
-            which no process was left; ``ms`` runs from closing stdin to the moment the last
-            process exited, as a pidfd reported it (resolution: one poll wake-up, well
-            under 0.1 ms); ``orphans`` are processes that had left the process group and
-            were still running when shutdown began.
-        """
+    def shutdown(self, grace_s: float | None = None) -> Ended:
+        """End the server as the MCP spec says (Transport.shutdown: stdin EOF, SIGTERM,
+        SIGKILL, each step waiting ``grace_s``, default ``waits.shutdown_grace_s``; the
+        SIGKILL step always that default). Exit signals wait until this is done
+        (interrupts.shielded). Returns the Ended record (also kept in ``ended``); a launcher
+        that exited while its descendants kept stdout open is noted in the traffic."""
         with interrupts.shielded():
-            processes = self.processes
-            alive = [p.pid for p in processes.scan()]
-            start = time.perf_counter_ns()
-            self.transport.close_stdin()
-            how, last = "eof", processes.wait_gone(grace_s, self.transport)
-            for step, sig in (("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL)):
-                if last is not None:
-                    break
-                how = step
-                processes.signal(sig)
-                last = processes.wait_gone(grace_s if sig == signal.SIGTERM
-                                           else SHUTDOWN_GRACE_S, self.transport)
-            end = last or time.perf_counter_ns()
-            transport = self.transport
-            if transport.exited_before_stdout:
-                code = processes.exited.get(transport.pid, {}).get("exit_code")
+            grace = self.waits.shutdown_grace_s if grace_s is None else grace_s
+            self.ended = self.transport.shutdown(grace, self.waits.shutdown_grace_s)
+            ended = self.transport.exit()
+            if ended is not None and ended.output_open:
                 self.traffic.launcher_exit = (
-                    f"the spawned process exited with code {code} after "
-                    f"{_ms(transport.exited_ns - self.t0_ns):.0f} ms while its descendants "
+                    f"the spawned process exited with code {ended.code} after "
+                    f"{_ms(ended.at_ns - self.t0_ns):.0f} ms while its descendants "
                     "kept stdout open (a launcher); measured on the descendants")
-            orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
-                       for pid in alive if pid in processes.left_group]
-            exited = list(processes.exited.values())
-            processes.close()
-            self.transport.close()
             _LIVE.discard(self)
-        return {"how": how, "ms": _ms(end - start), "orphans": orphans, "exited": exited,
-                "exit_code": processes.exited.get(self.transport.pid, {}).get("exit_code")}
+        return self.ended
 
 
 def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response | SessionError]:
@@ -460,11 +445,11 @@ def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response 
             what = session._pending[request_id][0]
             try:
                 found = session._serve(request_id, float("-inf"))
-            except (jsonrpc.MalformedAnswer, LineTooLong, SessionError) as err:
+            except (jsonrpc.MalformedAnswer, FrameTooLong, SessionError) as err:
                 found = SessionError(session._with_stderr(str(err)))
             if found == "eof":
                 found = Exited(session._diagnose_eof(what))
-            elif found == "timeout" and time.monotonic() >= deadline:
+            elif found == "timeout" and session.transport.clock() >= deadline:
                 found = NoAnswer(f"no answer to {what} in time")
             if found != "timeout":
                 outcomes[session] = found
@@ -479,39 +464,29 @@ def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response 
 _LIVE: set[Session] = set()
 
 
-def prepare_spawn(command: Command) -> Prepared:
-    """``transport.prepare``: a spawn made ready before the clock.
-
-    Raises:
-        SessionError: the program or the working directory cannot be found.
-    """
-    try:
-        return prepare(command)
-    except SpawnError as err:
-        raise SessionError(err.strerror) from err
-
 
 def shutdown_all() -> None:
     """Shut down every session not shut down yet (on the way out after an error or signal)."""
     for session in list(_LIVE):
-        session.shutdown(grace_s=0.5)
+        session.shutdown(grace_s=min(0.5, session.waits.shutdown_grace_s))
 
 
-def _probe_lsp_framing(command: Command, wait_s: float) -> str | None:
-    """Spawn ``command`` afresh and send one ping framed with a Content-Length header, as LSP
-    does. Returns the framing diagnosis when it answers in kind, else None."""
+def _probe_lsp_framing(transport: Transport, wait_s: float) -> str | None:
+    """Start ``transport`` (a fresh process of the same command) and send one ping framed
+    with a Content-Length header, as LSP does. Returns the framing diagnosis when it answers
+    in kind, else None."""
     try:
-        probe = Session.start(command)
+        probe = Session.start(transport)
     except SessionError:
         return None
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
     probe.transport.send(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     probe._pending[1] = ("ping", time.perf_counter_ns())
     try:
-        probe._serve(1, time.monotonic() + wait_s)
+        probe._serve(1, transport.clock() + wait_s)
     except FramingError as err:
         return str(err)
-    except (jsonrpc.MalformedAnswer, LineTooLong):
+    except (jsonrpc.MalformedAnswer, FrameTooLong):
         return None
     finally:
         probe.shutdown(grace_s=0.1)

@@ -2,16 +2,15 @@
 the calling thread.
 
 Everything that can be done before the clock starts is done in ``prepare`` and the
-Transport's constructor (resolve the executable against the child's PATH, build the
+StdioTransport's constructor (resolve the executable against the child's PATH, build the
 environment, make the pipes and the first poller); ``start`` rehearses the spawn's argument
 conversion, takes the clock, writes the first message, calls ``os.posix_spawn`` and, for a
-timed spawn, blocks right away until the server writes. ``poll`` then waits on stdout,
-stderr, stdin (while output is pending) and the process's pidfd together and stamps each
-stdout line with ``time.perf_counter_ns()`` taken the moment ``poll`` woke up for the read
-that completed it. No thread touches the pipes, so an arrival is stamped when it became
-readable, not when a thread got to it. Framing is newline-delimited, as the MCP
-specification's stdio transport prescribes (2025-11-25 and 2026-07-28, "Transports:
-stdio").
+timed spawn, blocks right away until the server writes. ``receive`` then waits on
+stdout, stderr, stdin (while output is pending) and the process's pidfd together and stamps
+each stdout line with ``time.perf_counter_ns()`` taken the moment ``poll`` woke up for the
+read that completed it. No thread touches the pipes, so an arrival is stamped when it became
+readable, not when a thread got to it. Lines are framed by framing.LineBuffer; the server's
+processes (tree.ProcessSet) are shut down as the MCP specification says.
 """
 
 from __future__ import annotations
@@ -27,6 +26,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..command import Command
+from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
+from .framing import LineBuffer
+from .tree import ProcessSet
 
 READ_CHUNK = 1 << 16
 """stdout is read into one preallocated buffer of this size: no allocation between a wake-up
@@ -36,33 +38,9 @@ SIGDEF = (signal.SIGPIPE, signal.SIGXFSZ)
 """Reset to their defaults in the child: Python ignores them, and ignored signals survive
 exec."""
 STDERR_CHUNK = 1 << 16
-MAX_LINE_BYTES = 256 << 20
-"""Longest stdout line mcpstart buffers; a server that writes more without a newline fails."""
 STDERR_TAIL_BYTES = 2000
 
 
-class SpawnError(OSError):
-    """The program cannot be started (not found, not executable, no such working directory)."""
-
-
-class LineTooLong(Exception):
-    """The server wrote more than MAX_LINE_BYTES on stdout without a newline."""
-
-
-
-
-@dataclass
-class Line:
-    """One newline-terminated line read from the server's stdout.
-
-    ``data`` excludes the line end; ``at_ns`` is ``time.perf_counter_ns()`` when ``poll``
-    woke up for the read that completed the line (the moment it became readable); ``crlf``
-    is True when the line ended in CRLF.
-    """
-
-    data: bytes
-    at_ns: int
-    crlf: bool
 
 
 @dataclass
@@ -85,6 +63,14 @@ class Prepared:
         ``extra``: further keyword arguments. Returns the pid."""
         return os.posix_spawn(self.path, self.argv, self.env, file_actions=self.actions,
                               setsid=True, setsigdef=SIGDEF, **extra)
+
+    def close(self) -> None:
+        """Close every pipe end of a spawn that will not happen (or failed)."""
+        for fd in (*self.child_fds, *self.parent_fds):
+            try:
+                os.close(fd)
+            except OSError:  # closed already
+                pass
 
 
 def _high_fd(fd: int) -> int:
@@ -156,39 +142,37 @@ def rehearse(prepared: Prepared) -> None:
         pass
 
 
-class Transport:
-    """A spawned server and the parent's ends of its pipes: ``Transport(prepare(command))``,
-    then ``start()``; finish with ``close()``. Not thread-safe: one thread polls (by design,
-    see the module doc).
 
-    Attributes:
+
+class StdioTransport(Transport):
+    """A server spawned with three pipes: ``StdioTransport(command)`` prepares the spawn (or
+    give ``prepared``), ``start()`` spawns it; finish with ``shutdown()``. Not thread-safe:
+    one thread drives it (module doc).
+
+    Attributes (besides base.Transport's):
+        command: what is spawned.
+        prepared: the spawn made ready before the clock.
         pid: the spawned process (leader of its own session and process group).
-        t0_ns: ``time.perf_counter_ns()`` taken just before ``os.posix_spawn``.
-        first_byte_ns: when the first stdout byte was read, or None.
-        stdout_bytes: bytes read from stdout so far.
-        stdout_eof_ns: when stdout reached EOF, or None.
-        exited_ns: when the pidfd said the spawned process exited, or None.
-        exited_before_stdout: True when the spawned process exited while stdout stayed open
-            (held by its descendants: a launcher), False when both ended together, None
-            while it runs.
     """
 
-    def __init__(self, prepared: Prepared):
+    def __init__(self, command: Command, prepared: Prepared | None = None):
         """Everything but the process: built before the clock, so that nothing but the
-        write of the first message stands between the spawn and the first poll."""
-        self.prepared = prepared
+        write of the first message stands between the spawn and the first poll.
+
+        Raises:
+            SpawnError: as ``prepare``.
+        """
+        self.command = command
+        self.prepared = prepared = prepared or prepare(command)
         self.pid = 0
-        self.t0_ns = 0
         self.pidfd: int | None = None
-        self.first_byte_ns: int | None = None
-        self.stdout_bytes = 0
-        self.stdout_eof_ns: int | None = None
-        self.exited_ns: int | None = None
-        self.exited_before_stdout: bool | None = None
+        self._exited_ns: int | None = None
+        self._output_open_at_exit: bool | None = None
+        self._processes: ProcessSet | None = None
         self._stdin, self._stdout, self._stderr = prepared.parent_fds
         self._pending_out = bytearray()
         self._stdin_close_requested = False
-        self._partial = bytearray()
+        self._lines = LineBuffer()
         self._buffer = bytearray(READ_CHUNK)
         self._stderr_tail: deque[bytes] = deque()
         self._stderr_kept = 0
@@ -197,6 +181,16 @@ class Transport:
         self._first.register(self._stdout, select.POLLIN)
         self._first.register(self._stderr, select.POLLIN)
         self._early: tuple[list, int] | None = None
+
+    def fresh(self) -> "StdioTransport":
+        return StdioTransport(self.command)
+
+    @property
+    def processes(self) -> ProcessSet:
+        """The server's processes (design.md), found from here on."""
+        if self._processes is None:
+            self._processes = ProcessSet(self.pid)
+        return self._processes
 
     def start(self, first_message: bytes | None = None, wait_s: float = 0.0) -> None:
         """Take the clock, write ``first_message``, spawn, and with ``wait_s`` block at once
@@ -210,7 +204,7 @@ class Transport:
         from CPython, while the child waits; 200 us of parent work add about 180 us to a
         0.8 ms cold start). So nothing but the closing of the child's pipe ends and the
         switch back of the working directory (posix_spawn has no chdir) stands between the
-        spawn and this wait; the wake-up it ends with is kept for the next ``poll``. Just
+        spawn and this wait; the wake-up it ends with is kept for the next ``receive``. Just
         before the clock the spawn's argument conversion is rehearsed (``rehearse``). The
         child runs in a new session (hence a new process group), with SIGPIPE and SIGXFSZ
         at their defaults.
@@ -235,13 +229,13 @@ class Transport:
             try:
                 self.pid = prepared.spawn()
             except OSError as err:
-                for fd in (*child, *prepared.parent_fds):
-                    os.close(fd)
+                prepared.close()
+                self._stdin = self._stdout = self._stderr = -1
                 raise SpawnError(err.errno, f"cannot start {os.fsdecode(prepared.argv[0])!r}: "
                                             f"{err.strerror or err}") from err
             for fd in child:  # without this, no EOF when the child dies
                 os.close(fd)
-            if wait_s > 0 and not self._pending_out:  # else poll() writes the rest first
+            if wait_s > 0 and not self._pending_out:  # else receive() writes the rest first
                 events = self._first.poll(wait_s * 1000)
                 if events:
                     self._early = (events, time.perf_counter_ns())
@@ -256,16 +250,11 @@ class Transport:
     # ----- writing ---------------------------------------------------------------------
     def send(self, data: bytes) -> None:
         """Queue ``data`` for the server's stdin and write as much as the pipe takes now; the
-        rest goes out during later ``poll`` calls. Dropped silently once stdin is closed."""
+        rest goes out during later ``receive`` calls. Dropped silently once stdin is closed."""
         if self._stdin < 0 or self._stdin_close_requested:
             return
         self._pending_out += data
         self._flush()
-
-    @property
-    def writing(self) -> bool:
-        """True while queued stdin bytes have not all been written."""
-        return bool(self._pending_out) and self._stdin >= 0
 
     def _flush(self) -> None:
         while self._pending_out:
@@ -280,7 +269,7 @@ class Transport:
         if self._stdin_close_requested:
             self._close_stdin_now()
 
-    def close_stdin(self) -> None:
+    def end_input(self) -> None:
         """Close the server's stdin once the queued bytes are written (EOF for the server)."""
         self._stdin_close_requested = True
         self._flush()
@@ -293,45 +282,45 @@ class Transport:
 
     # ----- reading ---------------------------------------------------------------------
     @property
-    def stdout_open(self) -> bool:
+    def output_open(self) -> bool:
         """False once stdout reached EOF."""
         return self._stdout >= 0
 
-    def poll(self, timeout_s: float) -> list[Line]:
+    def receive(self, timeout_s: float) -> list[Frame]:
         """Serve the pipes for at most ``timeout_s`` seconds, returning as soon as one or more
         complete stdout lines arrived, stdout reached EOF, or the spawned process exited.
         stderr is drained into a tail and pending stdin bytes are written meanwhile.
 
         Raises:
-            LineTooLong: more than MAX_LINE_BYTES on stdout without a newline.
+            FrameTooLong: more than framing.MAX_LINE_BYTES on stdout without a newline.
         """
         if self._early is not None:  # the wake-up that ended the wait in start()
             (events, woke), self._early = self._early, None
-            lines, stop = self._handle(events, woke)
-            if lines or stop:
-                return lines
+            frames, stop = self.handle(events, woke)
+            if frames or stop:
+                return frames
         deadline = time.monotonic() + max(timeout_s, 0)
         poller = select.poll()
         while True:
-            fds = self._register(poller)
+            fds = self.register(poller)
             if not fds:
                 return []
             remaining = deadline - time.monotonic()
             events = poller.poll(max(remaining, 0) * 1000)
-            lines, stop = self._handle(events, time.perf_counter_ns())
+            frames, stop = self.handle(events, time.perf_counter_ns())
             for fd in fds:
                 poller.unregister(fd)
-            if lines or stop or time.monotonic() >= deadline:
-                return lines
+            if frames or stop or time.monotonic() >= deadline:
+                return frames
 
-    def _handle(self, events: list[tuple[int, int]], woke_ns: int) -> tuple[list[Line], bool]:
+    def handle(self, events: list[tuple[int, int]], woke_ns: int) -> tuple[list[Frame], bool]:
         """Serve the ready fds (``woke_ns``: when ``poll`` returned them). Returns the
         complete stdout lines and whether stdout ended or the process exited."""
-        lines: list[Line] = []
+        frames: list[Frame] = []
         stop = False
         for fd, event in events:
             if fd == self._stdout:
-                lines += self._read_stdout(woke_ns)
+                frames += self._read_stdout(woke_ns)
                 stop = stop or self._stdout < 0
             elif fd == self._stderr:
                 self._read_stderr()
@@ -340,25 +329,27 @@ class Transport:
                     self._close_stdin_now()
                 else:
                     self._flush()
-            elif fd == self.pidfd and self.exited_ns is None:
-                self.exited_ns = woke_ns
+            elif fd == self.pidfd and self._exited_ns is None:
+                self._exited_ns = woke_ns
                 stop = True
-        if self.exited_ns is not None and self.exited_before_stdout is None:
-            self.exited_before_stdout = self._stdout >= 0
-        return lines, stop
+        if self._exited_ns is not None and self._output_open_at_exit is None:
+            self._output_open_at_exit = self._stdout >= 0
+        return frames, stop
 
-    def _register(self, poller: select.poll) -> list[int]:
+    def register(self, poller: select.poll) -> list[int]:
+        """Register the fds to wait on with ``poller`` (for one ``poll`` over several
+        transports: ``poll_many``); returns them."""
         fds = []
         for fd, mask in ((self._stdout, select.POLLIN), (self._stderr, select.POLLIN),
                          (self._stdin if self._pending_out else -1, select.POLLOUT),
-                         (self.pidfd if self.exited_ns is None and self.pidfd is not None
+                         (self.pidfd if self._exited_ns is None and self.pidfd is not None
                           else -1, select.POLLIN)):
             if fd is not None and fd >= 0 and (fd != self._stderr or self._stderr_open):
                 poller.register(fd, mask)
                 fds.append(fd)
         return fds
 
-    def _read_stdout(self, now: int) -> list[Line]:
+    def _read_stdout(self, now: int) -> list[Frame]:
         try:
             size = os.readv(self._stdout, [self._buffer])
         except BlockingIOError:
@@ -367,34 +358,12 @@ class Transport:
         if not chunk:
             os.close(self._stdout)
             self._stdout = -1
-            self.stdout_eof_ns = now
-            if self._partial:  # an unterminated last line still tells what the server wrote
-                data, self._partial = bytes(self._partial), bytearray()
-                return [Line(data, now, False)]
-            return []
+            self.output_end_ns = now
+            return self._lines.end(now)
         if self.first_byte_ns is None:
             self.first_byte_ns = now
-        self.stdout_bytes += len(chunk)
-        lines = []
-        start = 0
-        newline = chunk.find(b"\n")
-        while newline != -1:
-            if self._partial:
-                self._partial += chunk[start:newline]
-                raw, self._partial = bytes(self._partial), bytearray()
-            else:
-                raw = chunk[start:newline]
-            crlf = raw.endswith(b"\r")
-            lines.append(Line(raw[:-1] if crlf else raw, now, crlf))
-            start = newline + 1
-            newline = chunk.find(b"\n", start)
-        self._partial += chunk[start:]
-        if len(self._partial) > MAX_LINE_BYTES:
-            self._partial = bytearray()
-            raise LineTooLong(f"the server wrote more than {MAX_LINE_BYTES >> 20} MiB on stdout "
-                              "without a newline; the stdio transport frames each message as "
-                              "one line")
-        return lines
+        self.received_bytes += len(chunk)
+        return self._lines.feed(chunk, now)
 
     def _read_stderr(self) -> None:
         try:
@@ -410,7 +379,7 @@ class Transport:
             self._stderr_kept -= len(self._stderr_tail.popleft())
 
     def read_fds(self) -> list[int]:
-        """The stdout and stderr ends still open, for a caller that polls them with others."""
+        """The stdout and stderr ends still open (drained while the processes exit)."""
         return [fd for fd in (self._stdout, self._stderr if self._stderr_open else -1) if fd >= 0]
 
     def drain(self) -> None:
@@ -419,7 +388,7 @@ class Transport:
             if fd == self._stdout:
                 try:
                     self._read_stdout(time.perf_counter_ns())
-                except LineTooLong:
+                except FrameTooLong:
                     pass
             else:
                 self._read_stderr()
@@ -429,8 +398,55 @@ class Transport:
         text = b"".join(self._stderr_tail)[-STDERR_TAIL_BYTES:]
         return text.decode("utf-8", errors="replace")
 
+    def exit(self) -> Exit | None:
+        """How the spawned process ended (its code once mcpstart reaped it), or None."""
+        if self._exited_ns is None:
+            return None
+        self.processes.alive()  # collects the exit, with its code
+        code = self.processes.exited.get(self.pid, {}).get("exit_code")
+        return Exit(code, -code if code is not None and code < 0 else None, self._exited_ns,
+                    bool(self._output_open_at_exit))
+
+    # ----- shutdown ----------------------------------------------------------------------
+    def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
+        """End the server as the MCP spec's stdio shutdown says: close stdin and wait
+        ``grace_s``; SIGTERM and wait ``grace_s``; SIGKILL and wait ``kill_wait_s`` (default
+        ``grace_s``). Every step addresses the server's whole process set (tree.py), and the
+        pipes are drained meanwhile so a server writing at exit never blocks; then every pipe
+        end and pidfd is closed.
+
+        ``Ended.ms`` runs from closing stdin to the moment the last process exited, as a
+        pidfd reported it (resolution: one poll wake-up, well under 0.1 ms).
+        """
+        processes = self.processes
+        alive = [p.pid for p in processes.scan()]
+        start = time.perf_counter_ns()
+        self.end_input()
+        how, last = "eof", processes.wait_gone(grace_s, self)
+        for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
+                                ("sigkill", signal.SIGKILL,
+                                 grace_s if kill_wait_s is None else kill_wait_s)):
+            if last is not None:
+                break
+            how = step
+            processes.signal(sig)
+            last = processes.wait_gone(wait, self)
+        end = last or time.perf_counter_ns()
+        orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
+                   for pid in alive if pid in processes.left_group]
+        exited = list(processes.exited.values())
+        processes.close()
+        self.close()
+        return Ended(how, (end - start) / 1e6, processes.exited.get(self.pid, {}).get("exit_code"),
+                     orphans, exited)
+
     def close(self) -> None:
-        """Close every pipe end and the pidfd (the process itself is the caller's business)."""
+        """Close every pipe end and the pidfd (the process itself is ``shutdown``'s); for a
+        spawn that never happened, the child's pipe ends too."""
+        if not self.pid:
+            self.prepared.close()
+            self._stdin = self._stdout = self._stderr = -1
+            return
         self._close_stdin_now()
         for name in ("_stdout", "_stderr"):
             fd = getattr(self, name)
@@ -442,17 +458,18 @@ class Transport:
             self.pidfd = None
 
 
-def poll_many(transports: list[Transport], timeout_s: float) -> dict[Transport, list[Line]]:
-    """``Transport.poll`` for several servers at once (an editor-style start): one ``poll``
-    over all their pipes, returning when any of them has something. Returns the new stdout
-    lines per transport (empty lists included)."""
+def poll_many(transports: list[StdioTransport], timeout_s: float
+              ) -> dict[StdioTransport, list[Frame]]:
+    """``receive`` for several servers at once (an editor-style start): one ``poll`` over all
+    their pipes, returning when any of them has something. Returns the new frames per
+    transport (empty lists included)."""
     poller = select.poll()
-    owner: dict[int, Transport] = {}
+    owner: dict[int, StdioTransport] = {}
     for transport in transports:
-        for fd in transport._register(poller):
+        for fd in transport.register(poller):
             owner[fd] = transport
-    events: dict[Transport, list[tuple[int, int]]] = {t: [] for t in transports}
+    events: dict[StdioTransport, list[tuple[int, int]]] = {t: [] for t in transports}
     for fd, event in poller.poll(max(timeout_s, 0) * 1000) if owner else []:
         events[owner[fd]].append((fd, event))
     woke = time.perf_counter_ns()
-    return {transport: transport._handle(ready, woke)[0] for transport, ready in events.items()}
+    return {transport: transport.handle(ready, woke)[0] for transport, ready in events.items()}

@@ -67,6 +67,18 @@ def tree_bytes(include: list[str], exclude: list[str] = ()) -> int:
     return total
 
 
+def report_line(build: "Build") -> str:
+    """What ``mcpstart build`` prints for one recipe's build."""
+    name = build.recipe.name
+    if build.status == "skipped":
+        return f"{name}: skipped: {build.reason}"
+    if build.status == "failed":
+        return f"{name}: failed: {build.reason} (log: {build.log})\n{build.log_tail}"
+    if build.status == "no-build":
+        return f"{name}: nothing to build (the recipe has no [build])"
+    return f"{name}: {build.status} ({build.build_s:.1f} s) {build.folder}"
+
+
 def cache_root(option: str | os.PathLike | None = None) -> Path:
     """The cache folder: ``option``, else $MCPSTART_CACHE_DIR, else the user cache dir
     (platformdirs; ~/.cache/mcpstart on Linux)."""

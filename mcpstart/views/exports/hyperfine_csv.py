@@ -8,7 +8,7 @@ import io
 from .hyperfine import series
 
 
-def export_csv(results_list, labels=None) -> str:
+def render(results_list, labels=None, metrics=None) -> str:
     """The cold-start series as hyperfine's CSV (seconds): ``command,mean,stddev,median,user,
     system,min,max``; stddev 0 for a single run (as hyperfine writes it), user and system
     empty (not measured)."""

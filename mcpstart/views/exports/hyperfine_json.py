@@ -7,7 +7,7 @@ import json
 from .hyperfine import series
 
 
-def export_json(results_list, labels=None) -> str:
+def render(results_list, labels=None, metrics=None) -> str:
     """The cold-start series in hyperfine's JSON shape: ``{"results": [{"command": name,
     "mean", "stddev", "median", "user": null, "system": null, "min", "max", "times": [...]}]}``,
     seconds; ``times`` are the counted runs (warm-up runs left out, as hyperfine does)."""

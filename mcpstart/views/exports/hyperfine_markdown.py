@@ -7,7 +7,7 @@ import math
 from .hyperfine import series
 
 
-def export_markdown(results_list, labels=None) -> str:
+def render(results_list, labels=None, metrics=None) -> str:
     """The cold-start series as hyperfine's Markdown table: ``| Command | Mean [ms] | Min [ms]
     | Max [ms] | Relative |``. As hyperfine: the unit is the first result's (ms under 1 s,
     else s; 1 and 3 decimals); Relative is the mean over the fastest mean, with the error

@@ -9,7 +9,7 @@ import json
 from ..records import FIELDS, records
 
 
-def records_csv(results_list, labels=None, metrics=None) -> str:
+def render(results_list, labels=None, metrics=None) -> str:
     """``records`` as CSV with the header ``server,file,metric,value,unit``; an absent value
     is an empty field, a flag ``true``/``false``."""
     buffer = io.StringIO()

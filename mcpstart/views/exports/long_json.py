@@ -7,6 +7,6 @@ import json
 from ..records import records
 
 
-def records_json(results_list, labels=None, metrics=None) -> str:
+def render(results_list, labels=None, metrics=None) -> str:
     """``records`` as a JSON array."""
     return json.dumps(records(results_list, labels, metrics), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,189 @@
+"""A whole measurement as one library call: what ``mcpstart measure`` and ``mcpstart revisions``
+do, for any program that uses mcpstart (the CLI only parses options, shows progress and maps
+the outcome to an exit status).
+
+``measure(job)`` builds what is stale, measures every server (measure/run.py), rewrites the
+results file atomically after every round and every server (a write error is kept and
+reported, measuring goes on), writes the --export-* files with it, masks every secret in
+everything it writes, and applies the default startup budget when the user named several
+servers. Becoming a child subreaper is ``job.subreaper``: the CLI asks for it; a library host
+leaves it off unless it wants it, so its own children stay its own (design.md).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import Progress
+from .measure import run
+from .measure.settings import Settings
+from .measure.startup import LIMITS_S
+from .redact import secrets_of
+from .results import Results
+from .interrupts import exit_on_signals
+from .stdio.session import shutdown_all
+from .stdio.tree import become_subreaper
+from .targets.build import cache_root
+from .targets.plan import Plan
+from .views.exports import ExportManager
+
+
+class JobError(ValueError):
+    """Input a job cannot run with (a cache folder that cannot be used): a usage error."""
+
+
+@dataclass
+class Job:
+    """One run of ``measure`` or ``revisions``.
+
+    Attributes:
+        plan: which servers (targets.plan.make_plan).
+        settings: how they are measured.
+        argv: the command line to record (secrets are masked when written).
+        output: the results file (its TOML copy beside it); None: none is written
+            (``revisions`` without -o).
+        exports: the --export-* targets, written whenever the results file is.
+        budget: startup limits in seconds for an all-at-once start; None: the default limits
+            (startup.LIMITS_S) when the plan names several servers together, else none.
+        rebuild, require_all, cache_dir: as ``mcpstart build`` takes them.
+        subreaper: make this process a child subreaper first, so a server's process that
+            leaves its parent is still found and shut down.
+        progress: receives every Step (the CLI's display).
+    """
+
+    plan: Plan
+    settings: Settings
+    argv: list[str]
+    output: Path | None = None
+    exports: ExportManager = field(default_factory=lambda: ExportManager({}))
+    budget: list[float] | None = None
+    rebuild: bool = False
+    require_all: bool = False
+    cache_dir: str | None = None
+    subreaper: bool = False
+    progress: Progress = lambda _: None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every value never to show or store: the targets' env values and substitutions and
+        every ``settings.env`` value (redact.py)."""
+        return secrets_of([*self.plan.secrets, *self.settings.env.values()])
+
+
+@dataclass
+class Outcome:
+    """What a job left: the Results (secrets masked when written) and the last write error of
+    the results file or an export, if the last rewrite failed."""
+
+    results: Results
+    write_error: OSError | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when a server failed (exit status 1)."""
+        return any(s.status == "failed" for s in self.results.servers)
+
+
+def cache_folder(option: str | None) -> Path:
+    """The build cache (``--cache-dir``, else $MCPSTART_CACHE_DIR, else the user cache),
+    created if needed.
+
+    Raises:
+        JobError: it cannot be created or written into.
+    """
+    root = cache_root(option)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise JobError(f"cannot use cache folder {root}: {err.strerror or err}") from err
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise JobError(f"cannot write into cache folder {root}")
+    return root
+
+
+def _servers(job: Job) -> tuple[list[run.Server], dict[str, str]]:
+    """Before the first spawn: the subreaper (if asked), the builds."""
+    if job.subreaper:
+        become_subreaper()
+    cache = cache_folder(job.cache_dir) if job.plan.recipes else None
+    return run.servers_for(job.plan, job.settings, cache, job.rebuild, job.require_all,
+                           job.progress)
+
+
+def _writer(job: Job, secrets: tuple[str, ...]) -> tuple[Callable[[Results], None], list]:
+    """The rewrite called after every round and server, and the list holding its last
+    error."""
+    error: list[OSError] = []
+
+    def rewrite(results: Results) -> None:
+        results.secrets = secrets
+        error.clear()
+        try:
+            if job.output is not None:
+                results.save(job.output)
+            job.exports.write([results])
+        except OSError as err:
+            error.append(err)
+            job.progress(f"cannot write {err.filename or job.output}: {err.strerror or err} "
+                         "(measuring goes on)")
+    return rewrite, error
+
+
+def measure(job: Job) -> Outcome:
+    """Build, measure and write the results of ``job`` (module doc).
+
+    Raises:
+        JobError: the cache folder cannot be used.
+        SystemExit: an exit signal (interrupts.py); the results file was rewritten first.
+    """
+    secrets = job.secrets
+    for note in job.plan.notes:
+        job.progress(note)
+    servers, toolchains = _servers(job)
+    budget = job.budget
+    if budget is None and job.plan.together:
+        budget = list(LIMITS_S)
+    rewrite, error = _writer(job, secrets)
+    results = run.measure(servers, job.settings, job.argv, toolchains, job.progress, rewrite,
+                          budget)
+    results.secrets = secrets
+    return Outcome(results, error[0] if error else None)
+
+
+def revisions(job: Job) -> Outcome:
+    """The revision matrix of every server of ``job`` (``mcpstart revisions``), written to
+    ``job.output`` when it is set.
+
+    Raises:
+        JobError: the cache folder cannot be used.
+    """
+    secrets = job.secrets
+    servers, toolchains = _servers(job)
+    results = run.revisions_only(servers, job.settings, job.argv, toolchains, job.progress)
+    rewrite, error = _writer(job, secrets)
+    if job.output is not None:
+        rewrite(results)
+    results.secrets = secrets
+    return Outcome(results, error[0] if error else None)
+
+
+@contextmanager
+def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, an exit signal (SIGINT, SIGTERM, SIGHUP) ends the program in order
+    (interrupts.py: SystemExit 128 + N, ``say`` told so) and every session an error or a
+    signal cut short is shut down on the way out."""
+    with exit_on_signals():
+        try:
+            yield
+        except SystemExit as stop:
+            if isinstance(stop.code, int) and stop.code > 128:
+                say(f"stopped by {signal.Signals(stop.code - 128).name}; servers finished "
+                    "before it are in the results file")
+            raise
+        finally:
+            shutdown_all()

@@ -1,0 +1,148 @@
+"""The transport seam: what a client session needs from a transport, whatever carries the
+messages (the stdio transport's pipes today; Streamable HTTP later).
+
+The split is the one the official SDKs use: a transport owns the server's process and moves
+framed messages with their arrival times; the session above it (session.py) matches answers to
+requests, answers the server's requests and says why a wait ended. A transport never parses
+JSON-RPC; a session never touches a pipe.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+
+class SpawnError(OSError):
+    """The program cannot be started (not found, not executable, no such working directory)."""
+
+
+class FrameTooLong(Exception):
+    """The server wrote more than a transport buffers for one message."""
+
+
+@dataclass
+class Frame:
+    """One framed message (for stdio: one line) as it arrived.
+
+    ``data`` excludes the frame's end; ``at_ns`` is ``time.perf_counter_ns()`` taken when the
+    wait that delivered the frame's last byte woke up; ``crlf`` is True when a line ended in
+    CRLF.
+    """
+
+    data: bytes
+    at_ns: int
+    crlf: bool = False
+
+
+@dataclass
+class Exit:
+    """How the spawned process ended: ``code`` (None when not known: not mcpstart's child),
+    ``signal`` (the signal that killed it, else None), ``at_ns`` (perf_counter_ns of the
+    wake-up that saw it), ``output_open`` (True when its output stayed open, held by its
+    descendants: a launcher)."""
+
+    code: int | None
+    signal: int | None
+    at_ns: int
+    output_open: bool = False
+
+
+@dataclass
+class Ended:
+    """The result of a shutdown: ``how`` ("eof", "sigterm" or "sigkill": the step after which
+    no process was left), ``ms`` from its first step to the last process's exit, ``exit_code``
+    of the spawned process where known, ``orphans`` (processes that had left the process group
+    and were still running when it began: ``[{pid, cmdline}]``) and ``exited`` (every process
+    seen exiting)."""
+
+    how: str
+    ms: float
+    exit_code: int | None = None
+    orphans: list[dict] = field(default_factory=list)
+    exited: list[dict] = field(default_factory=list)
+
+
+class Transport(ABC):
+    """One server as a client sees it through a transport.
+
+    Life cycle: ``start`` (spawn, with the clock), ``send`` and ``receive`` any number of
+    times, ``shutdown`` once (also after errors). Not thread-safe: one thread drives it.
+
+    Attributes:
+        t0_ns: ``time.perf_counter_ns()`` taken just before the spawn (the clock's zero).
+        first_byte_ns: when the first byte of output arrived, or None.
+        received_bytes: bytes of output received so far.
+        output_end_ns: when the output ended (stdout EOF), or None.
+    """
+
+    t0_ns: int = 0
+    first_byte_ns: int | None = None
+    received_bytes: int = 0
+    output_end_ns: int | None = None
+
+    @abstractmethod
+    def start(self, first_message: bytes | None = None, wait_s: float = 0.0) -> None:
+        """Take the clock, put ``first_message`` on its way and spawn; with ``wait_s`` block
+        at once until the server writes (at most ``wait_s``).
+
+        Raises:
+            SpawnError: the program cannot be started.
+        """
+
+    @abstractmethod
+    def send(self, data: bytes) -> None:
+        """Queue ``data`` (one or more framed messages) for the server; dropped once the
+        server's input is closed."""
+
+    @abstractmethod
+    def receive(self, timeout_s: float) -> list[Frame]:
+        """Wait at most ``timeout_s`` and return as soon as frames arrived, the output ended
+        or the process exited ([] for the last two and for a timeout).
+
+        Raises:
+            FrameTooLong: a message longer than the transport buffers.
+        """
+
+    @property
+    @abstractmethod
+    def output_open(self) -> bool:
+        """False once no further frame can arrive (stdout EOF)."""
+
+    @abstractmethod
+    def end_input(self) -> None:
+        """Close the server's input (stdin EOF) once what is queued is written."""
+
+    @abstractmethod
+    def exit(self) -> Exit | None:
+        """How the spawned process ended, once it did; None while it runs."""
+
+    @abstractmethod
+    def stderr_tail(self) -> str:
+        """The last ~2000 bytes of the server's diagnostic output, decoded leniently."""
+
+    @abstractmethod
+    def shutdown(self, grace_s: float) -> Ended:
+        """End the server as the MCP specification says and release everything: close its
+        input and wait ``grace_s``, SIGTERM and wait ``grace_s``, SIGKILL; no process of the
+        server outlives this."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the transport holds (pipes, connections) without ending a process:
+        for one never started, or after ``shutdown``."""
+
+    @abstractmethod
+    def fresh(self) -> "Transport":
+        """An unstarted transport for another process of the same command (a diagnosis in a
+        fresh process)."""
+
+    processes = None
+    """The server's process set (tree.ProcessSet) where the transport spawned processes that
+    can be read, else None (memory is then not measured)."""
+
+    def clock(self) -> float:
+        """Seconds of a monotonic clock; every wait of a session is timed by it (a scripted
+        transport gives its own)."""
+        return time.monotonic()

@@ -1,0 +1,53 @@
+"""The stdio transport's read buffer: bytes from stdout into newline-delimited frames, as the MCP
+specification's stdio transport prescribes (2025-11-25 and 2026-07-28, "Transports: stdio":
+messages are delimited by newlines and must not contain embedded newlines)."""
+
+from __future__ import annotations
+
+from .base import Frame, FrameTooLong
+
+MAX_LINE_BYTES = 256 << 20
+"""Longest stdout line mcpstart buffers; a server that writes more without a newline fails."""
+
+
+class LineBuffer:
+    """Collects chunks of stdout and hands out complete lines as Frames."""
+
+    def __init__(self):
+        self._partial = bytearray()
+
+    def feed(self, chunk: bytes, at_ns: int) -> list[Frame]:
+        """The lines ``chunk`` completes, each stamped ``at_ns`` (line ends removed; CRLF
+        noted).
+
+        Raises:
+            FrameTooLong: more than MAX_LINE_BYTES without a newline (the buffer is
+                emptied).
+        """
+        frames = []
+        start = 0
+        newline = chunk.find(b"\n")
+        while newline != -1:
+            if self._partial:
+                self._partial += chunk[start:newline]
+                raw, self._partial = bytes(self._partial), bytearray()
+            else:
+                raw = chunk[start:newline]
+            crlf = raw.endswith(b"\r")
+            frames.append(Frame(raw[:-1] if crlf else raw, at_ns, crlf))
+            start = newline + 1
+            newline = chunk.find(b"\n", start)
+        self._partial += chunk[start:]
+        if len(self._partial) > MAX_LINE_BYTES:
+            self._partial = bytearray()
+            raise FrameTooLong(f"the server wrote more than {MAX_LINE_BYTES >> 20} MiB on "
+                               "stdout without a newline; the stdio transport frames each "
+                               "message as one line")
+        return frames
+
+    def end(self, at_ns: int) -> list[Frame]:
+        """At EOF: an unterminated last line (it still tells what the server wrote), else []."""
+        if not self._partial:
+            return []
+        data, self._partial = bytes(self._partial), bytearray()
+        return [Frame(data, at_ns, False)]
