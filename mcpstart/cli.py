@@ -9,6 +9,7 @@ import math
 import random
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 
@@ -323,7 +324,7 @@ def measure(command, quiet, fmt, **kw) -> None:
     Exit status: 0 all measured or skipped; 1 a server failed (the table says why);
     2 bad input; 128+N stopped by signal N (what was measured stays in the results file).
     """
-    from .measure.settings import Settings
+    from .measure import settings as base
     from .results import Results
     from .wire import ToolCall
 
@@ -332,8 +333,8 @@ def measure(command, quiet, fmt, **kw) -> None:
         call = ToolCall.parse(kw["call_tool"], kw["call_args"])
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    settings = Settings(
-        runs=kw["runs"], warmup=kw["warmup"], timeout_s=kw["timeout"], env=kw["env"],
+    settings = replace(
+        base.BASE, runs=kw["runs"], warmup=kw["warmup"], timeout_s=kw["timeout"], env=kw["env"],
         seed=kw["seed"] if kw["seed"] is not None else random.randrange(2**32),
         payload_bytes=kw["payload_bytes"], requested_revision=kw["protocol_version"],
         pause_ms=kw["pause_ms"], order=kw["order"], call=call, cache_state=kw["cache_state"],
@@ -376,14 +377,15 @@ def revisions(names, probe_timeout, timeout, output, tablefmt, quiet, **kw) -> N
     Exit status: 0 every server was probed (whatever it answered); 1 a server could not
     be spawned or built; 2 bad input.
     """
-    from .measure.settings import Settings
+    from .measure import settings as base
     from .results import Results
     from .views.revisions import matrix_table
 
     command = ()
     if "--" in click.get_current_context().meta["mcpstart.argv"]:  # revisions -- COMMAND
         command, names = names, ()
-    settings = Settings(env=kw["env"], probe_timeout_s=probe_timeout, timeout_s=timeout)
+    settings = replace(base.BASE, env=kw["env"], probe_timeout_s=probe_timeout,
+                       timeout_s=timeout)
     with _display(quiet) as display:
         outcome, _ = _run("revisions", _plan(command, kw, names), settings, display,
                           output=output, cache_dir=kw["cache_dir"])

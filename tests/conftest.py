@@ -53,6 +53,14 @@ def start(command: Command, request: dict | None = None, wait_s: float = 0.0,
     return Session.start(transport, request, wait_s, waits)
 
 
+@pytest.fixture(autouse=True)
+def fast_waits(request, monkeypatch):
+    """Commands run with FAST's waits, except in the end-to-end tier (which measures with the
+    defaults a user gets)."""
+    if request.node.get_closest_marker("e2e") is None:
+        monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+
+
 def fake_command(*switches: str, env: dict | None = None) -> Command:
     """A Command spawning tests/fakes/fake_server.py with ``switches``."""
     return Command([sys.executable, str(FAKE), *switches], None, env or {})

@@ -306,25 +306,6 @@ def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(t
     assert "- bad: failed: cannot start" in broken.stdout
 
 
-def test_interleaved_rounds_follow_a_seeded_shuffle(tmp_path):
-    from mcpstart.measure.run import run_order
-
-    repo(tmp_path, {"a": [], "b": [], "c": []})
-    result = run(tmp_path, "--seed", "7", "--round-trips", "0")
-    assert result.exit_code == 0, result.output
-    data = json.loads((tmp_path / "out.json").read_text())
-    assert data["settings"]["order"] == "interleave" and data["settings"]["seed"] == 7
-    sequence = [(r["round"], r["server"]) for r in data["run_sequence"]]
-    assert sequence == run_order(["a", "b", "c"], 3, "interleave", 7)
-    assert [r["warmup"] for r in data["run_sequence"]] == [True] * 3 + [False] * 6
-    rounds = [[name for n, name in sequence if n == r] for r in range(3)]
-    assert all(sorted(names) == ["a", "b", "c"] for names in rounds)
-    orders = {tuple(name for n, name in run_order(["a", "b", "c"], 40, "interleave", 7)
-                    if n == r) for r in range(40)}
-    assert len(orders) > 1  # shuffled per round, not once
-    assert run_order(["a", "b"], 2, "sequential", 7) == [(0, "a"), (1, "a"), (0, "b"), (1, "b")]
-
-
 def test_revisions_takes_a_command_after_double_dash():
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--",
                                        "python3", str(FAKE), "--discover", "2026-07-28"])

@@ -81,3 +81,8 @@ class Settings:
             "probe_grace_s": self.probe_grace_s,
             "env_keys": sorted(self.env),
         }
+
+
+BASE = Settings()
+"""The settings a command starts from; its options replace the fields they name (the CLI's
+defaults are these). Tests that are not about the fixed waits give it short ones."""

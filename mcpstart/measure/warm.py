@@ -66,14 +66,17 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
                      "output_schema": bool(tool.get("outputSchema")) if tool else None,
                      "structured_content": None}
         row.warnings += listing.warnings
-    progress("idle memory")
-    settled, waited = memory.settle(session.processes, session.serve, settings.settle)
-    idle = memory.idle_rows(session.processes)
-    row.memory = memory.idle_block(idle, waited, settings.settle, settings.sampling,
-                                   memory.sharing(session.processes))
-    if not settled:
-        row.warn("memory", f"idle memory did not settle within {waited:.1f} s",
-                 "memory.idle_rss_bytes")
+    processes = session.processes
+    if processes is None:
+        row.skip_block("memory", "the transport has no process of the server to read")
+    else:
+        progress("idle memory")
+        settled, waited = memory.settle(processes, session.serve, settings.settle)
+        row.memory = memory.idle_block(memory.idle_rows(processes), waited, settings.settle,
+                                       settings.sampling, memory.sharing(processes))
+        if not settled:
+            row.warn("memory", f"idle memory did not settle within {waited:.1f} s",
+                     "memory.idle_rss_bytes")
     if listing is None:
         return
     if call_error:
@@ -91,9 +94,9 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         row.skip_block("round_trip_ms", "--round-trips 0")
     progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
     text = payload_text(settings.payload_bytes)
-    exact = memory.reset_high_water_marks(session.processes)  # before the clock
+    exact = processes is not None and memory.reset_high_water_marks(processes)  # before it
     outcome = call_tool(session, call, text, settings.timeout_s)
-    first_marks = memory.high_water_marks(session.processes) if exact else None
+    first_marks = memory.high_water_marks(processes) if exact else None
     row.payload = {"tool": call.name, "request_bytes": len(text),
                    "response_bytes": outcome.response.size_bytes,
                    "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
@@ -103,12 +106,13 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
     row.tools["structured_content"] = "structuredContent" in outcome.result
     if outcome.is_error:
         raise tool_error(call, outcome)
-    progress(f"memory during tools/call {call.name}")
-    row.memory.update(memory.peak_during(
-        session.processes, lambda: call_tool(session, call, text, settings.timeout_s),
-        row.memory["processes"], first_marks, settings.sampling))
-    for warning in memory.peak_warnings(row.memory):
-        row.warn("memory", warning, "memory.peak_rss_bytes_payload")
+    if processes is not None:
+        progress(f"memory during tools/call {call.name}")
+        row.memory.update(memory.peak_during(
+            processes, lambda: call_tool(session, call, text, settings.timeout_s),
+            row.memory["processes"], first_marks, settings.sampling))
+        for warning in memory.peak_warnings(row.memory):
+            row.warn("memory", warning, "memory.peak_rss_bytes_payload")
     if call.verifiable:
         check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
         row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]

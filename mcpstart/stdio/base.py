@@ -146,3 +146,7 @@ class Transport(ABC):
         """Seconds of a monotonic clock; every wait of a session is timed by it (a scripted
         transport gives its own)."""
         return time.monotonic()
+
+    def now_ns(self) -> int:
+        """Nanoseconds of the clock that stamps frames (``t0_ns``, ``Frame.at_ns``)."""
+        return time.perf_counter_ns()

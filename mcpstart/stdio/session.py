@@ -204,7 +204,7 @@ class Session:
         message = {"jsonrpc": "2.0", "id": request_id, "method": method,
                    "params": params if params is not None else {}}
         data = jsonrpc.encode(message)
-        sent = time.perf_counter_ns()
+        sent = self.transport.now_ns()
         self.transport.send(data)
         self._pending[request_id] = (_what(message), sent)
         return request_id
@@ -235,7 +235,7 @@ class Session:
                 client can use. Every message names the request and says what happened.
         """
         what, sent = self._pending[request_id]
-        since_sent_s = (time.perf_counter_ns() - (sent or self.t0_ns)) / 1e9  # the first: t0
+        since_sent_s = (self.transport.now_ns() - (sent or self.t0_ns)) / 1e9  # the first: t0
         try:
             outcome = self._serve(request_id, self.transport.clock() + timeout_s - since_sent_s)
         except (jsonrpc.MalformedAnswer, FrameTooLong) as err:
@@ -384,7 +384,7 @@ class Session:
         deadline = transport.clock() + self.waits.shutdown_grace_s
         while transport.exit() is None and transport.clock() < deadline:
             transport.receive(deadline - transport.clock())
-        after = _ms((transport.output_end_ns or time.perf_counter_ns()) - self.t0_ns)
+        after = _ms((transport.output_end_ns or transport.now_ns()) - self.t0_ns)
         ended = transport.exit()
         if ended is None:
             return self._with_stderr(f"{what}: the server closed stdout after {after:.0f} ms "
@@ -481,7 +481,7 @@ def _probe_lsp_framing(transport: Transport, wait_s: float) -> str | None:
         return None
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
     probe.transport.send(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    probe._pending[1] = ("ping", time.perf_counter_ns())
+    probe._pending[1] = ("ping", transport.now_ns())
     try:
         probe._serve(1, transport.clock() + wait_s)
     except FramingError as err:

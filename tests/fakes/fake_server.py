@@ -315,6 +315,7 @@ def main() -> None:
     for second in range(int(args.slow_start)):
         sys.stderr.write(f"downloading... {second + 1}/{int(args.slow_start)}\n")
         time.sleep(1)
+    time.sleep(args.slow_start % 1)
     if args.banner:
         write(b"fake-server v0.0.1 starting up\n")
     if args.not_jsonrpc:

@@ -1,0 +1,245 @@
+"""A scripted transport for tests: an MCP server played in process, on a virtual clock, behind
+mcpstart's transport seam (mcpstart/stdio/base.py). Runs take milliseconds: a wait that times
+out advances the virtual clock instead of sleeping, and every wait says which timer ended it.
+
+A ``Script`` answers each client message with a list of ``Out`` events, each after a delay in
+virtual seconds: bytes on stdout or stderr, closing stdout, or an exit. ``GoodServer`` plays a
+correct session of the reference server (reverse_text); a test subclasses it or wraps its
+answers to misbehave.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from mcpstart.stdio.base import Ended, Exit, Frame, Transport
+from mcpstart.stdio.framing import LineBuffer
+
+
+@dataclass
+class Out:
+    """One event the scripted server causes: ``kind`` "stdout" / "stderr" (``data`` written),
+    "close_stdout", or "exit" (``code``; ``signal`` for a death by signal), ``after_s`` virtual
+    seconds after the message that caused it."""
+
+    kind: str
+    data: bytes = b""
+    after_s: float = 0.0
+    code: int | None = 0
+    signal: int | None = None
+
+
+def line(message) -> bytes:
+    """A JSON-RPC message as the stdio transport frames it."""
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+class GoodServer:
+    """A correct reference server: initialize (echoing a handshake revision), tools/list with
+    reverse_text, tools/call reverse_text by code points, server/discover for 2026-07-28, ping.
+    ``answer`` returns the Out events for one client message (None for bytes that are not
+    JSON); ``eof`` those for stdin EOF (an exit, as a well-behaved server does)."""
+
+    name = "scripted"
+    revisions = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+    def result(self, method: str, params: dict):
+        """The result object for ``method`` (None: no answer; an Exception: an error)."""
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            return {"protocolVersion": asked if asked in self.revisions else self.revisions[-1],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": self.name, "version": "1.0.0"}}
+        if method == "tools/list":
+            return {"tools": [{"name": "reverse_text", "description": "Reverse a text.",
+                               "inputSchema": {"type": "object", "required": ["text"],
+                                               "properties": {"text": {"type": "string"}}}}]}
+        if method == "tools/call":
+            text = str((params.get("arguments") or {}).get("text", ""))
+            return {"content": [{"type": "text", "text": text[::-1]}]}
+        if method == "server/discover":
+            return {"resultType": "complete", "supportedVersions": [*self.revisions, "2026-07-28"],
+                    "capabilities": {"tools": {}}}
+        if method == "ping":
+            return {}
+        return KeyError(method)
+
+    def answer(self, message) -> list[Out]:
+        if not isinstance(message, dict) or "id" not in message or "method" not in message:
+            return []
+        result = self.result(message["method"], message.get("params") or {})
+        if result is None:
+            return []
+        reply = {"jsonrpc": "2.0", "id": message["id"]}
+        if isinstance(result, Exception):
+            reply["error"] = {"code": -32601, "message": f"Method not found: {result}"}
+        else:
+            reply["result"] = result
+        return [Out("stdout", line(reply))]
+
+    def eof(self) -> list[Out]:
+        return [Out("exit", code=0)]
+
+
+@dataclass
+class _Event:
+    at_s: float
+    order: int
+    out: Out
+
+
+class ScriptedTransport(Transport):
+    """A Transport whose server is ``script`` (a GoodServer or one like it), on a virtual
+    clock that starts at 0 and only moves when a wait moves it.
+
+    Attributes:
+        waits: (timeout_s asked, how the wait ended: "frames", "end", "timeout") per receive.
+        sent: every message the client wrote, decoded.
+        grace_steps: the shutdown steps taken ("eof", "sigterm", "sigkill").
+    """
+
+    def __init__(self, script: GoodServer, ignores_eof: bool = False,
+                 ignores_sigterm: bool = False):
+        self.script = script
+        self.ignores_eof, self.ignores_sigterm = ignores_eof, ignores_sigterm
+        self.now_s = 0.0
+        self._events: list[_Event] = []
+        self._order = 0
+        self._lines = LineBuffer()
+        self._stdout_open = True
+        self._stdin_open = True
+        self._started = False
+        self._exit: Exit | None = None
+        self._stderr = bytearray()
+        self._input = bytearray()
+        self.waits: list[tuple[float, str]] = []
+        self.sent: list = []
+
+    def fresh(self) -> "ScriptedTransport":
+        return ScriptedTransport(type(self.script)(), self.ignores_eof, self.ignores_sigterm)
+
+    def clock(self) -> float:
+        return self.now_s
+
+    def now_ns(self) -> int:
+        return int(self.now_s * 1e9)
+
+    def _schedule(self, outs: list[Out]) -> None:
+        for out in outs:
+            self._order += 1
+            self._events.append(_Event(self.now_s + out.after_s, self._order, out))
+        self._events.sort(key=lambda e: (e.at_s, e.order))
+
+    def start(self, first_message: bytes | None = None, wait_s: float = 0.0) -> None:
+        self._started = True
+        self.t0_ns = self.now_ns()
+        if first_message:
+            self.send(first_message)
+
+    def send(self, data: bytes) -> None:
+        if not self._stdin_open or self._exit is not None:
+            return
+        self._input += data
+        while b"\n" in self._input:
+            raw, _, rest = bytes(self._input).partition(b"\n")
+            self._input = bytearray(rest)
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                message = None
+            self.sent.append(message)
+            self._schedule(self.script.answer(message))
+
+    def receive(self, timeout_s: float) -> list[Frame]:
+        deadline = self.now_s + max(timeout_s, 0)
+        while self._events and self._events[0].at_s <= deadline:
+            event = self._events.pop(0)
+            self.now_s = max(self.now_s, event.at_s)
+            frames, stop = self._apply(event.out)
+            if frames or stop:
+                self.waits.append((timeout_s, "frames" if frames else "end"))
+                return frames
+        self.now_s = deadline
+        self.waits.append((timeout_s, "timeout"))
+        return []
+
+    def _apply(self, out: Out) -> tuple[list[Frame], bool]:
+        if self._exit is not None:
+            return [], True
+        if out.kind == "stdout" and self._stdout_open:
+            if self.first_byte_ns is None:
+                self.first_byte_ns = self.now_ns()
+            self.received_bytes += len(out.data)
+            return self._lines.feed(out.data, self.now_ns()), False
+        if out.kind == "stderr":
+            self._stderr += out.data
+            return [], False
+        if out.kind in ("close_stdout", "exit") and self._stdout_open:
+            self._stdout_open = False
+            self.output_end_ns = self.now_ns()
+            frames = self._lines.end(self.now_ns())
+            if out.kind == "exit":
+                self._exit = Exit(out.code, out.signal, self.now_ns())
+            return frames, True
+        if out.kind == "exit":
+            self._exit = Exit(out.code, out.signal, self.now_ns(), output_open=False)
+            return [], True
+        return [], False
+
+    @property
+    def output_open(self) -> bool:
+        return self._stdout_open
+
+    def end_input(self) -> None:
+        if self._stdin_open:
+            self._stdin_open = False
+            if not self.ignores_eof:
+                self._schedule(self.script.eof())
+
+    def exit(self) -> Exit | None:
+        return self._exit
+
+    def stderr_tail(self) -> str:
+        return bytes(self._stderr[-2000:]).decode("utf-8", "replace")
+
+    def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
+        began = self.now_s
+        self.end_input()
+        how = "eof"
+        self._run_until(self.now_s + grace_s)
+        if self._exit is None:
+            how = "sigterm"
+            if not self.ignores_sigterm:
+                self._schedule([Out("exit", code=-15, signal=15)])
+            self._run_until(self.now_s + grace_s)
+        if self._exit is None:
+            how = "sigkill"
+            self._schedule([Out("exit", code=-9, signal=9)])
+            self._run_until(self.now_s + (grace_s if kill_wait_s is None else kill_wait_s))
+        return Ended(how, (self.now_s - began) * 1000, self._exit.code if self._exit else None)
+
+    def _run_until(self, deadline: float) -> None:
+        while self._exit is None and self._events and self._events[0].at_s <= deadline:
+            event = self._events.pop(0)
+            self.now_s = max(self.now_s, event.at_s)
+            self._apply(event.out)
+        if self._exit is None:
+            self.now_s = deadline
+
+    def close(self) -> None:
+        self._stdout_open = False
+
+
+@dataclass
+class Spawner:
+    """``Settings.spawner`` for scripted servers: a command's first argument names its script
+    (``scripts``: name -> GoodServer subclass); every transport made is kept."""
+
+    scripts: dict
+    made: list = field(default_factory=list)
+
+    def __call__(self, command) -> ScriptedTransport:
+        transport = ScriptedTransport(self.scripts[command.argv[0]]())
+        self.made.append((command.argv[0], transport))
+        return transport

@@ -1,0 +1,118 @@
+"""The run loop on scripted servers (tests/scripted.py): run order, the seeded interleave, the
+failure rules and the results rewrite, in milliseconds and on a virtual clock."""
+
+import json
+
+from mcpstart.command import Command
+from mcpstart.measure import run
+from mcpstart.measure.run import run_order
+from mcpstart.results import Results, ServerResult
+
+from conftest import fast
+from scripted import GoodServer, Out, Spawner, line
+
+
+class Slow(GoodServer):
+    """Answers initialize 40 ms (virtual) after it is asked."""
+
+    def answer(self, message):
+        outs = super().answer(message)
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            for out in outs:
+                out.after_s = 0.040
+        return outs
+
+
+class DiesOnThirdStart(GoodServer):
+    """A server whose third spawn exits with code 2 before answering."""
+
+    starts = 0
+
+    def __init__(self):
+        DiesOnThirdStart.starts += 1
+        self.dead = DiesOnThirdStart.starts == 3
+
+    def answer(self, message):
+        if self.dead:
+            return [Out("stderr", b"Error: boom\n"), Out("exit", code=2, after_s=0.01)]
+        return super().answer(message)
+
+
+class OnlyInitialize(GoodServer):
+    def result(self, method, params):
+        return super().result(method, params) if method == "initialize" else None
+
+
+def measure(scripts: dict, **settings):
+    settings.setdefault("payload_bytes", 1000)
+    spawner = Spawner(scripts)
+    servers = [run.Server(ServerResult(name), Command([name])) for name in scripts]
+    updates = []
+    results = run.measure(servers, fast(spawner=spawner, **settings), ["mcpstart", "measure"], {},
+                          on_update=lambda r: updates.append(json.loads(json.dumps(r.to_dict()))))
+    return results, updates, spawner
+
+
+def test_interleaved_rounds_follow_a_seeded_shuffle():
+    results, _, spawner = measure({"a": GoodServer, "b": GoodServer, "c": GoodServer},
+                                  runs=2, warmup=1, seed=7, round_trips=0)
+    assert results.settings["order"] == "interleave" and results.settings["seed"] == 7
+    handshakes = [r for r in results.run_sequence if r["series"] == "handshake"]
+    sequence = [(r["round"], r["server"]) for r in handshakes]
+    assert sequence == run_order(["a", "b", "c"], 3, "interleave", 7)
+    assert [r["warmup"] for r in handshakes] == [True] * 3 + [False] * 6
+    rounds = [[name for n, name in sequence if n == r] for r in range(3)]
+    assert all(sorted(names) == ["a", "b", "c"] for names in rounds)
+    orders = {tuple(name for n, name in run_order(["a", "b", "c"], 40, "interleave", 7)
+                    if n == r) for r in range(40)}
+    assert len(orders) > 1  # shuffled per round, not once
+    assert run_order(["a", "b"], 2, "sequential", 7) == [(0, "a"), (1, "a"), (0, "b"), (1, "b")]
+    # the spawns happened in that order: the handshake series, then the matrix of each server
+    spawned = [name for name, _ in spawner.made]
+    assert spawned[:9] == [name for _, name in sequence]
+    assert spawned[9:15] == ["a"] * 6  # discover + 5 initialize probes, each a fresh process
+
+
+def test_the_times_are_the_servers_own():
+    results, _, _ = measure({"slow": Slow}, runs=3, warmup=1, round_trips=2)
+    row = results.servers[0]
+    assert row.status == "ok", row.reason
+    assert row.handshake_ms["samples"] == [40.0, 40.0, 40.0]
+    assert row.phases_ms["tools_list"]["median"] == 40.0
+    assert row.round_trip_ms["n"] == 2 and row.shutdown == {"how": "eof", "ms": 0.0}
+    assert row.not_measured["memory"] == "the transport has no process of the server to read"
+
+
+def test_a_server_that_fails_a_run_keeps_its_samples_and_the_others_go_on():
+    DiesOnThirdStart.starts = 0
+    results, _, _ = measure({"dies": DiesOnThirdStart, "good": GoodServer}, runs=4,
+                                  warmup=1, order="sequential")
+    rows = {r.name: r for r in results.servers}
+    dies, good = rows["dies"], rows["good"]
+    assert dies.status == "failed"
+    assert dies.reason.startswith("cold start run 2/4: initialize: the server exited with code 2")
+    assert "stderr tail: 'Error: boom'" in dies.reason
+    assert dies.handshake_ms["n"] == 1 and len(dies.handshake_ms["warmup_samples"]) == 1
+    runs = [r for r in results.run_sequence if r["server"] == "dies" and r["series"] == "handshake"]
+    assert len(runs) == 3  # it left the later rounds
+    assert dies.tools["count"] == 1  # what can still be measured is
+    assert good.status == "ok" and good.handshake_ms["n"] == 4 and good.payload["verified"]
+
+
+def test_the_results_are_rewritten_after_every_round_and_every_server():
+    _, updates, _ = measure({"a": GoodServer, "b": GoodServer}, runs=2, warmup=0, round_trips=0)
+    counts = [[(s["handshake_ms"] or {}).get("n") for s in u["servers"]] for u in updates]
+    assert counts[:3] == [[None, None], [1, 1], [2, 2]]  # before the runs, then one per round
+    tooled = [[s["tools"] is not None for s in u["servers"]] for u in updates]
+    assert [False, False] in tooled and [True, False] in tooled and tooled[-1] == [True, True]
+    assert Results.from_dict(updates[-1]).servers[1].payload["verified"] is True
+
+
+def test_a_method_that_got_no_answer_is_named_and_not_asked_again():
+    results, _, spawner = measure({"init-only": OnlyInitialize}, runs=3, warmup=1, timeout_s=2)
+    row = results.servers[0]
+    assert row.status == "failed"
+    assert row.reason.startswith("no answer to tools/list within 2 s")
+    assert row.handshake_ms["n"] == 3  # the handshakes are kept
+    asked = [m.get("method") for _, t in spawner.made for m in t.sent if isinstance(m, dict)]
+    assert asked.count("tools/list") == 1
