@@ -9,6 +9,7 @@ import stat
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from . import warnings as warn
 from .redact import redact
 
 SCHEMA = "mcpstart/1"
@@ -55,11 +56,7 @@ class ServerResult:
             self.status, self.reason = "failed", reason
         elif reason != self.reason and all(w.get("detail") != reason for w in self.warnings
                                            if isinstance(w, dict)):
-            self.warn("failure", reason)
-
-    def warn(self, kind: str, detail: str, metric: str | None = None) -> None:
-        """Add a warning ``{kind, metric, detail}``."""
-        self.warnings.append({"kind": kind, "metric": metric, "detail": detail})
+            self.warnings.append(warn.failure(reason))
 
     def skip_block(self, block: str, reason: str) -> None:
         """Record why ``block`` is not measured for this server (shown as "n/a")."""

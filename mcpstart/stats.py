@@ -9,6 +9,8 @@ import statistics
 from collections.abc import Sequence
 from fractions import Fraction
 
+from . import warnings as warn
+
 P95_MIN_SAMPLES = 20
 """Fewest counted samples for which a p95 is reported. Below 20 samples the 95th percentile
 falls between the two largest values, so it says no more than the max does."""
@@ -167,31 +169,23 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
         scores, scale = _robust_scores(samples)
         first_slow = scores[0] > OUTLIER_Z
         if first_slow:
-            warnings.append({"kind": "first_run_outlier", "metric": metric, "detail": (
-                f"the first counted run took {_fmt(samples[0])}, modified z-score "
-                f"{scores[0]:.1f} > {OUTLIER_Z} ({scale}): caches were probably still "
-                "cold; more warm-up runs (--warmup) would leave it out")})
+            warnings.append(warn.first_run_outlier(metric, _fmt(samples[0]), scores[0],
+                                                   OUTLIER_Z, scale))
         odd = [(i, v, z) for i, (v, z) in enumerate(zip(samples, scores))
                if abs(z) > OUTLIER_Z and not (i == 0 and first_slow)]
         if odd:
             runs = ", ".join(f"run {i + 1} ({_fmt(v)}, z {z:.1f})" for i, v, z in odd)
-            warnings.append({"kind": "outlier", "metric": metric, "detail": (
-                f"modified z-score above {OUTLIER_Z} in {len(odd)} of {len(samples)} counted "
-                f"runs ({scale}): {runs}")})
+            warnings.append(warn.outlier(metric, OUTLIER_Z, len(odd), len(samples), scale, runs))
         if len(samples) >= 2:
             mean = statistics.fmean(samples)
             stdev = statistics.stdev(samples)
             if mean > 0 and stdev / mean > HIGH_VARIATION:
-                warnings.append({"kind": "high_variation", "metric": metric, "detail": (
-                    f"stdev {_fmt(stdev)} is {100 * stdev / mean:.1f}% of the mean "
-                    f"{_fmt(mean)} (more than {100 * HIGH_VARIATION:.0f}%): the machine was "
-                    "noisy or the server varies; compare medians with care")})
+                warnings.append(warn.high_variation(metric, _fmt(stdev), 100 * stdev / mean,
+                                                    _fmt(mean), 100 * HIGH_VARIATION))
     if isinstance(load_average, Sequence) and load_average:
         load_average = load_average[0]
     if _is_number(load_average) and _is_number(cpu_count) and load_average > cpu_count:
-        warnings.append({"kind": "load", "metric": metric, "detail": (
-            f"the 1-minute load average was {load_average:.2f} on {cpu_count} cores when "
-            "the run started: other work competed for the CPU")})
+        warnings.append(warn.load(metric, load_average, cpu_count))
     return warnings
 
 

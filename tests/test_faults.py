@@ -354,8 +354,8 @@ def test_launcher_row_is_measured_on_its_descendants(fake):
     assert len(row.memory["processes"]) == 1
     assert row.memory["processes"][0]["cmdline"][-1] == "--launcher"
     assert row.memory["peak_rss_bytes_payload"] > row.memory["idle_rss_bytes"]
-    assert traffic.launcher_exit.startswith("the spawned process exited with code 0 after ")
-    assert "(a launcher); measured on the descendants" in traffic.launcher_exit
+    assert traffic.launcher_exit["detail"].startswith("the spawned process exited with code 0 after ")
+    assert "(a launcher); measured on the descendants" in traffic.launcher_exit["detail"]
     assert row.shutdown["how"] == "eof"
 
 

@@ -239,4 +239,4 @@ def test_a_revision_not_asked_for_is_recorded_verbatim(fake):
 def test_discover_without_result_type_is_not_modern(fake):
     protocol, warnings, _ = _matrix(fake("--discover", "2026-07-28", "--discover-no-result-type"))
     assert protocol["era"] == "legacy" and protocol["discover_versions"] is None
-    assert "without resultType" in warnings[0]
+    assert warnings[0]["kind"] == "protocol" and "without resultType" in warnings[0]["detail"]

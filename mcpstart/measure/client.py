@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .. import warnings as warn
 from ..stdio.session import Response, Session, SessionError
 from ..wire import REFERENCE_TOOL, ToolCall, paging_stop
 
@@ -120,8 +121,7 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
             break
         stop = paging_stop(cursor, seen, pages, len(tools))
         if stop:
-            warnings.append({"kind": "paging", "metric": "tools",
-                             "detail": f"tools/list paging stopped: {stop}"})
+            warnings.append(warn.paging(stop))
             break
         seen.add(cursor)
     return ToolList(tools, pages, size, response.at_ns, warnings)

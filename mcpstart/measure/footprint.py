@@ -12,6 +12,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+from .. import warnings as warn
 from ..targets.build import Build, tree_bytes
 
 KEYS = ("artifact_bytes", "dev_tree_bytes", "dependency_count", "lock_count", "tool_lines",
@@ -200,8 +201,7 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
             block[key] = how()
             return True
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as err:
-            warnings.append({"kind": "footprint", "metric": f"footprint.{key}",
-                             "detail": f"{key} not counted: {err}"})
+            warnings.append(warn.footprint_uncounted(key, err))
             return False
 
     def absent(keys: tuple[str, ...], reason: str) -> None:
@@ -241,7 +241,6 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
             sdk_version = next((v for n, v in sorted(packages)
                                 if recipe.sdk and n in (recipe.sdk, recipe.sdk.lower())), None)
     if sdk_version and recipe.sdk_version and sdk_version.lstrip("v") != recipe.sdk_version.lstrip("v"):
-        warnings.append({"kind": "sdk_version", "metric": "sdk_version", "detail":
-                         f"recipe says {recipe.sdk} {recipe.sdk_version}, build has {sdk_version}"})
+        warnings.append(warn.sdk_version(recipe.sdk, recipe.sdk_version, sdk_version))
     block["not_measured"] = not_measured
     return block, sdk_version, warnings

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from .. import warnings as warn
 from ..stdio.tree import ProcessSet
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -314,12 +315,11 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
             "processes": list(rows.values())}
 
 
-def peak_warnings(block: dict) -> list[str]:
+def peak_warnings(block: dict) -> list[dict]:
     """A peak below the idle figure of the same session, with the processes that exited."""
     idle, peak = block.get("idle_rss_bytes"), block.get("peak_rss_bytes_payload")
     if idle is None or peak is None or peak >= idle:
         return []
     gone = [f"{p['name']} (pid {p['pid']})" for p in block["processes"]
             if p["exited"] and p.get("idle_rss_bytes")]
-    return [f"peak RSS under the call ({peak / 2**20:.1f} MiB) is below the idle RSS "
-            f"({idle / 2**20:.1f} MiB): {', '.join(gone) or 'a process'} exited in between"]
+    return [warn.peak_below_idle(peak, idle, gone)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from .. import warnings as warn
 from ..command import Command
 from ..stdio.session import Exited, NoAnswer, Session, SessionError
 from ..wire import MODERN_REVISION, initialize_request, modern_request
@@ -101,7 +102,8 @@ def _modern(revision: str) -> bool:
 
 
 def derive(rows: list[dict]) -> tuple[dict, list[str]]:
-    """What the matrix tells. Returns ``(protocol, warnings)``, ``protocol`` holding
+    """What the matrix tells. Returns ``(protocol, warnings)`` (stored warnings),
+    ``protocol`` holding
     ``discover_versions`` (None unless discover was answered as a modern server answers),
     ``discover`` ({server_info, capabilities} or None), ``supported_revisions`` (discover's
     list plus every revision an initialize echoed back, sorted), ``era`` ("dual", "legacy",
@@ -119,8 +121,7 @@ def derive(rows: list[dict]) -> tuple[dict, list[str]]:
         result = discover["result"] or {}
         listed = result.get("supportedVersions")
         if "resultType" not in result:
-            warnings.append("server/discover was answered without resultType: a server of the "
-                            "initialize era answering an unknown method; not counted as modern")
+            warnings.append(warn.discover_not_modern())
         elif isinstance(listed, list):
             versions = [str(v) for v in listed]
             modern = modern or any(_modern(v) for v in versions)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from .. import Progress, Step, __version__
+from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult
 from ..command import Command
 from ..stats import series_warnings, summarize
@@ -188,8 +188,7 @@ def _could_not_start(server: Server) -> bool:
 def _matrix(server: Server, settings: Settings) -> None:
     protocol, warnings = revisions.derive(revisions.matrix(server.command, settings))
     server.row.protocol.update(protocol)
-    for warning in warnings:
-        server.row.warn("protocol", warning, "protocol.era")
+    server.row.warnings += warnings
 
 
 def _cold_cache(server: Server, settings: Settings) -> None:
@@ -312,18 +311,15 @@ def _finish(server: Server, settings: Settings, env: dict) -> None:
                                     env.get("cpu_count"))
     revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}
     if len(revisions_seen) > 1:
-        row.warn("protocol", f"negotiated revision varied between runs: {sorted(revisions_seen)}",
-                 "protocol.negotiated_revision")
+        row.warnings.append(warn.revisions_varied(revisions_seen))
     negotiated = row.protocol.get("negotiated_revision")
     if negotiated and negotiated != settings.requested_revision:
-        row.warn("protocol", f"requested protocol revision {settings.requested_revision!r}, "
-                             f"server negotiated {negotiated!r}", "protocol.negotiated_revision")
+        row.warnings.append(warn.negotiated_other(settings.requested_revision, negotiated))
     for cause in server.skips.causes.values():
         row.fail(cause)
     row.warnings += server.traffic.warnings()
     if row.orphans:
-        row.warn("orphans", f"{len(row.orphans)} process(es) left the process group and were "
-                            "killed")
+        row.warnings.append(warn.orphans(len(row.orphans)))
     payload = row.payload or {}
     if payload.get("verified") is False:
         row.fail(f"{payload['tool']} returned a wrong result for the "
@@ -363,8 +359,7 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
         row.sdk_version = resolved or recipe.sdk_version
         row.warnings += warnings
     except Exception as err:  # a footprint is a side figure: never lose the row for it
-        row.warn("footprint", f"footprint not measured: {type(err).__name__}: {err}",
-                 "footprint")
+        row.warnings.append(warn.footprint_failed(err))
     return Server(row, build.command(settings.env),
                   artifacts=[p for pattern in recipe.artifact_include
                              for p in glob.glob(build.path(pattern))])
@@ -376,8 +371,7 @@ def from_target(target, settings: Settings) -> Server:
     row = ServerResult(target.name)
     row.skip_block("footprint", "no recipe (a command line or an editor config): nothing "
                                 "was built, so there is no artifact to count")
-    for note in target.notes:
-        row.warn("target", note)
+    row.warnings += [warn.target(note) for note in target.notes]
     command = Command(list(target.argv), target.cwd, {**target.env, **settings.env},
                       target.base_env)
     return Server(row, command, target.limit_s)

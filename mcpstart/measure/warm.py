@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import warnings as warn
 from ..command import Command
 from ..stats import summarize
 from ..stdio.session import Session, Traffic
@@ -75,8 +76,7 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         row.memory = memory.idle_block(memory.idle_rows(processes), waited, settings.settle,
                                        settings.sampling, memory.sharing(processes))
         if not settled:
-            row.warn("memory", f"idle memory did not settle within {waited:.1f} s",
-                     "memory.idle_rss_bytes")
+            row.warnings.append(warn.unsettled(waited))
     if listing is None:
         return
     if call_error:
@@ -111,8 +111,7 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         row.memory.update(memory.peak_during(
             processes, lambda: call_tool(session, call, text, settings.timeout_s),
             row.memory["processes"], first_marks, settings.sampling))
-        for warning in memory.peak_warnings(row.memory):
-            row.warn("memory", warning, "memory.peak_rss_bytes_payload")
+        row.warnings += memory.peak_warnings(row.memory)
     if call.verifiable:
         check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
         row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]

@@ -17,7 +17,7 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from .. import interrupts
+from .. import interrupts, warnings as warn
 from . import jsonrpc
 from .base import Ended, Frame, FrameTooLong, SpawnError, Transport
 from .transport import poll_many
@@ -79,7 +79,7 @@ class Traffic:
     stray_responses: int = 0
     stray_example: str | None = None
     irregular: Counter = field(default_factory=Counter)
-    launcher_exit: str | None = None
+    launcher_exit: dict | None = None
 
     def merge(self, other: "Traffic") -> None:
         """Add ``other``'s counts to these (first examples win)."""
@@ -94,27 +94,20 @@ class Traffic:
         self.launcher_exit = self.launcher_exit or other.launcher_exit
 
     def warnings(self) -> list[dict]:
-        """``[{kind, metric, detail}]`` for everything irregular the session saw."""
+        """The stored warnings (warnings.py) for everything irregular the session saw."""
         notes = []
-
-        def add(kind: str, detail: str) -> None:
-            notes.append({"kind": kind, "metric": None, "detail": detail})
-
         if self.noise_lines:
-            add("stdout_noise", f"skipped {self.noise_lines} stdout line(s) that are not "
-                                f"JSON-RPC messages; first: {self.noise_example!r}")
+            notes.append(warn.stdout_noise(self.noise_lines, self.noise_example))
         if self.crlf_lines:
-            add("crlf", f"{self.crlf_lines} line(s) ended in CRLF (accepted)")
-        for note, count in sorted(self.irregular.items()):
-            add("irregular_answer", f"{note} ({count} time(s); accepted)")
+            notes.append(warn.crlf(self.crlf_lines))
+        notes += [warn.irregular_answer(note, count)
+                  for note, count in sorted(self.irregular.items())]
         if self.server_requests:
-            add("server_requests", "server sent requests: "
-                                   f"{', '.join(sorted(self.server_requests))}")
+            notes.append(warn.server_requests(self.server_requests))
         if self.stray_responses:
-            add("stray_responses", f"{self.stray_responses} response(s) with an id mcpstart "
-                                   f"was not awaiting; first: {self.stray_example!r}")
+            notes.append(warn.stray_responses(self.stray_responses, self.stray_example))
         if self.launcher_exit:
-            add("launcher_exited", self.launcher_exit)
+            notes.append(self.launcher_exit)
         return notes
 
 
@@ -426,10 +419,8 @@ class Session:
             self.ended = self.transport.shutdown(grace, self.waits.shutdown_grace_s)
             ended = self.transport.exit()
             if ended is not None and ended.output_open:
-                self.traffic.launcher_exit = (
-                    f"the spawned process exited with code {ended.code} after "
-                    f"{_ms(ended.at_ns - self.t0_ns):.0f} ms while its descendants "
-                    "kept stdout open (a launcher); measured on the descendants")
+                self.traffic.launcher_exit = warn.launcher_exited(
+                    ended.code, _ms(ended.at_ns - self.t0_ns))
             _LIVE.discard(self)
         return self.ended
 

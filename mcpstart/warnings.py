@@ -1,0 +1,175 @@
+"""Every warning mcpstart gives, as a closed set (hyperfine's warnings are one enum too): each
+kind is named here, and here its text is built. A warning is stored in the results file as
+``{kind, metric, detail}``; views print ``detail`` as stored (a plain string in an older file
+is printed as it is), so a reader can redo any report without this code changing its words.
+
+The README lists the kinds (a test checks it lists exactly these).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    """The kinds of warning, with what each means."""
+
+    STDOUT_NOISE = "stdout_noise"
+    """stdout lines that are not JSON-RPC messages were skipped."""
+    CRLF = "crlf"
+    """lines ended in CRLF (accepted)."""
+    IRREGULAR_ANSWER = "irregular_answer"
+    """an answer deviated from JSON-RPC or MCP in a way a tolerant client accepts."""
+    SERVER_REQUESTS = "server_requests"
+    """the server sent requests to the client."""
+    STRAY_RESPONSES = "stray_responses"
+    """responses with an id mcpstart was not awaiting."""
+    LAUNCHER_EXITED = "launcher_exited"
+    """the spawned process exited while its descendants kept serving."""
+    PAGING = "paging"
+    """tools/list paging was stopped (a cursor that repeats, or too many pages)."""
+    MEMORY = "memory"
+    """idle memory did not settle, or a peak fell below the idle figure."""
+    PROTOCOL = "protocol"
+    """about the protocol revision: negotiated otherwise than asked, varying, or a discover
+    answer that does not count as modern."""
+    ORPHANS = "orphans"
+    """processes left the server's process group and were killed."""
+    FOOTPRINT = "footprint"
+    """a footprint figure could not be counted."""
+    SDK_VERSION = "sdk_version"
+    """the build resolved another SDK version than the recipe names."""
+    TARGET = "target"
+    """how the server is launched limits what is measured (docker, a reduced environment)."""
+    FAILURE = "failure"
+    """a further failure of a row that had failed already."""
+    FIRST_RUN_OUTLIER = "first_run_outlier"
+    """the first counted cold start was an outlier (caches still cold)."""
+    OUTLIER = "outlier"
+    """counted runs with a modified z-score above the outlier threshold."""
+    HIGH_VARIATION = "high_variation"
+    """the series' stdev is a large share of its mean."""
+    LOAD = "load"
+    """the load average exceeded the core count when the run started."""
+
+
+def warning(kind: Kind, detail: str, metric: str | None = None) -> dict:
+    """The stored form of one warning: ``{kind, metric, detail}``."""
+    return {"kind": str(Kind(kind)), "metric": metric, "detail": detail}
+
+
+# ---- traffic (stdio/session.py) ---------------------------------------------------------
+
+def stdout_noise(count: int, example: str | None) -> dict:
+    return warning(Kind.STDOUT_NOISE, f"skipped {count} stdout line(s) that are not JSON-RPC "
+                                      f"messages; first: {example!r}")
+
+
+def crlf(count: int) -> dict:
+    return warning(Kind.CRLF, f"{count} line(s) ended in CRLF (accepted)")
+
+
+def irregular_answer(note: str, count: int) -> dict:
+    return warning(Kind.IRREGULAR_ANSWER, f"{note} ({count} time(s); accepted)")
+
+
+def server_requests(methods) -> dict:
+    return warning(Kind.SERVER_REQUESTS, f"server sent requests: {', '.join(sorted(methods))}")
+
+
+def stray_responses(count: int, example: str | None) -> dict:
+    return warning(Kind.STRAY_RESPONSES, f"{count} response(s) with an id mcpstart was not "
+                                         f"awaiting; first: {example!r}")
+
+
+def launcher_exited(code, after_ms: float) -> dict:
+    return warning(Kind.LAUNCHER_EXITED, f"the spawned process exited with code {code} after "
+                                         f"{after_ms:.0f} ms while its descendants kept stdout "
+                                         "open (a launcher); measured on the descendants")
+
+
+# ---- the session's figures (measure/) ----------------------------------------------------
+
+def paging(stop: str) -> dict:
+    return warning(Kind.PAGING, f"tools/list paging stopped: {stop}", "tools")
+
+
+def unsettled(waited_s: float) -> dict:
+    return warning(Kind.MEMORY, f"idle memory did not settle within {waited_s:.1f} s",
+                   "memory.idle_rss_bytes")
+
+
+def peak_below_idle(peak_bytes: int, idle_bytes: int, gone: list[str]) -> dict:
+    return warning(Kind.MEMORY, f"peak RSS under the call ({peak_bytes / 2**20:.1f} MiB) is "
+                                f"below the idle RSS ({idle_bytes / 2**20:.1f} MiB): "
+                                f"{', '.join(gone) or 'a process'} exited in between",
+                   "memory.peak_rss_bytes_payload")
+
+
+def discover_not_modern() -> dict:
+    return warning(Kind.PROTOCOL, "server/discover was answered without resultType: a server of "
+                                  "the initialize era answering an unknown method; not counted "
+                                  "as modern", "protocol.era")
+
+
+def revisions_varied(seen) -> dict:
+    return warning(Kind.PROTOCOL, f"negotiated revision varied between runs: {sorted(seen)}",
+                   "protocol.negotiated_revision")
+
+
+def negotiated_other(requested: str, negotiated: str) -> dict:
+    return warning(Kind.PROTOCOL, f"requested protocol revision {requested!r}, server "
+                                  f"negotiated {negotiated!r}", "protocol.negotiated_revision")
+
+
+def orphans(count: int) -> dict:
+    return warning(Kind.ORPHANS, f"{count} process(es) left the process group and were killed")
+
+
+def footprint_failed(err: Exception) -> dict:
+    return warning(Kind.FOOTPRINT, f"footprint not measured: {type(err).__name__}: {err}",
+                   "footprint")
+
+
+def footprint_uncounted(key: str, err: Exception) -> dict:
+    return warning(Kind.FOOTPRINT, f"{key} not counted: {err}", f"footprint.{key}")
+
+
+def sdk_version(sdk: str, recipe_version: str, built: str) -> dict:
+    return warning(Kind.SDK_VERSION, f"recipe says {sdk} {recipe_version}, build has {built}",
+                   "sdk_version")
+
+
+def target(note: str) -> dict:
+    return warning(Kind.TARGET, note)
+
+
+def failure(reason: str) -> dict:
+    return warning(Kind.FAILURE, reason)
+
+
+# ---- series (stats.py) -------------------------------------------------------------------
+
+def first_run_outlier(metric: str, value: str, score: float, threshold: float,
+                      scale: str) -> dict:
+    return warning(Kind.FIRST_RUN_OUTLIER, f"the first counted run took {value}, modified "
+                                           f"z-score {score:.1f} > {threshold} ({scale}): caches "
+                                           "were probably still cold; more warm-up runs "
+                                           "(--warmup) would leave it out", metric)
+
+
+def outlier(metric: str, threshold: float, odd: int, total: int, scale: str, runs: str) -> dict:
+    return warning(Kind.OUTLIER, f"modified z-score above {threshold} in {odd} of {total} "
+                                 f"counted runs ({scale}): {runs}", metric)
+
+
+def high_variation(metric: str, stdev: str, percent: float, mean: str, limit: float) -> dict:
+    return warning(Kind.HIGH_VARIATION, f"stdev {stdev} is {percent:.1f}% of the mean {mean} "
+                                        f"(more than {limit:.0f}%): the machine was noisy or "
+                                        "the server varies; compare medians with care", metric)
+
+
+def load(metric: str, load_average: float, cores: int) -> dict:
+    return warning(Kind.LOAD, f"the 1-minute load average was {load_average:.2f} on {cores} "
+                              "cores when the run started: other work competed for the CPU",
+                   metric)
