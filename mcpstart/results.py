@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import warnings as warn
 from .redact import redact
+from .stats import is_number
 
 SCHEMA = "mcpstart/1"
 
@@ -214,3 +215,46 @@ def _write_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# ---- reading: every view reads a results file through these, tolerating any JSON value --
+
+def documents(results) -> list[dict]:
+    """One results file or a list of them (``Results`` objects or their JSON dicts) as a
+    list of dicts; anything that is not a dict becomes an empty one."""
+    items = results if isinstance(results, (list, tuple)) else [results]
+    items = [r.to_dict() if hasattr(r, "to_dict") else r for r in items]
+    return [r if isinstance(r, dict) else {} for r in items]
+
+
+def dig(value, path: str):
+    """The value at a dotted key path (``"handshake_ms.median"``), None where any step is
+    missing or not a JSON object."""
+    for key in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def servers(doc: dict) -> list[dict]:
+    """The server rows of a results dict that are JSON objects."""
+    rows = doc.get("servers")
+    return [s for s in rows if isinstance(s, dict)] if isinstance(rows, list) else []
+
+
+def name_of(server: dict) -> str:
+    name = server.get("name")
+    return name if isinstance(name, str) else "?"
+
+
+def number_or_none(value) -> float | None:
+    """``value`` when it is a finite JSON number (not a bool), else None."""
+    return value if is_number(value) else None
+
+
+def number(value) -> float:
+    """``value`` when it is a finite JSON number (not a bool); else TypeError."""
+    if not is_number(value):
+        raise TypeError(f"not a number: {value!r}")
+    return value

@@ -164,7 +164,7 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
         cpu_count: logical cores.
     """
     warnings = []
-    samples = [v for v in (block or {}).get("samples") or [] if _is_number(v)]
+    samples = [v for v in (block or {}).get("samples") or [] if is_number(v)]
     if samples:
         scores, scale = _robust_scores(samples)
         first_slow = scores[0] > OUTLIER_Z
@@ -184,12 +184,13 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
                                                     _fmt(mean), 100 * HIGH_VARIATION))
     if isinstance(load_average, Sequence) and load_average:
         load_average = load_average[0]
-    if _is_number(load_average) and _is_number(cpu_count) and load_average > cpu_count:
+    if is_number(load_average) and is_number(cpu_count) and load_average > cpu_count:
         warnings.append(warn.load(metric, load_average, cpu_count))
     return warnings
 
 
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
+    """True for a finite JSON number that is not a bool (the one such check)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
 

@@ -108,6 +108,8 @@ def results(**top) -> dict:
                               "typescript": {"first_byte": 250.0, "initialize": 380.0,
                                              "tools_list": 392.0}}],
                     "idle_rss_bytes": int(170.2 * MIB), "idle_pss_bytes": int(150.0 * MIB),
+                    "ready_rule": "tools/list answered to its last page (initialize where it "
+                                  "was not)",
                     "limits": [{"client": "Codex, Claude Code", "limit_s": 30,
                                 "fits": {"rust": True, "typescript": True, "python": False}}]},
         "servers": [server("c", [1.21, 1.23, 1.25, 1.3, 1.19]),

@@ -6,17 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..command import Command
-from ..stdio.base import Ended
+from ..stdio.base import Ended, elapsed_ms
 from ..stdio.session import Session, SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request
 from . import spawn
 from .client import (ProbeError, Skips, call_tool, chosen_call, initialize_result, list_tools,
                      result_of, tool_error)
 from .settings import Settings
-
-
-def _ms(session: Session, at_ns: int | None) -> float | None:
-    return None if at_ns is None else (at_ns - session.t0_ns) / 1e6
 
 
 def cold_start(command: Command, settings: Settings, skips: Skips,
@@ -46,7 +42,7 @@ def cold_start(command: Command, settings: Settings, skips: Skips,
         try:
             _phases(session, sample, settings.timeout_s, settings.call, skips)
         finally:
-            sample["first_byte"] = _ms(session, session.transport.first_byte_ns)
+            sample["first_byte"] = elapsed_ms(session.t0_ns, session.transport.first_byte_ns)
     sample["shutdown"], sample["traffic"] = session.ended, session.traffic
     return sample
 
@@ -71,7 +67,7 @@ def modern_start(command: Command, settings: Settings, request: dict, what: str,
                 result = result_of(response, what)
                 if request["method"] == "tools/call" and result.get("isError") is True:
                     raise ProbeError(f"{what}: the tool reported an error")
-                ms, error = _ms(session, response.at_ns), None
+                ms, error = elapsed_ms(session.t0_ns, response.at_ns), None
             except SessionError as err:
                 ms, error = None, err
     except SessionError as err:  # it could not be started
@@ -84,14 +80,15 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
     """The timed part of a cold start, written into ``sample`` as each phase ends."""
     response = session.wait(1, timeout_s)
     init = initialize_result(response)
-    sample["handshake"] = _ms(session, response.at_ns)
+    sample["handshake"] = elapsed_ms(session.t0_ns, response.at_ns)
     sample.update(negotiated_revision=init["protocolVersion"],
                   server_info=init.get("serverInfo"), capabilities=init.get("capabilities"))
     session.notify("notifications/initialized")
     if "tools/list" not in skips:
         try:
             listing = list_tools(session, timeout_s)
-            sample["tools_list"], sample["tools"] = _ms(session, listing.at_ns), listing
+            sample["tools_list"] = elapsed_ms(session.t0_ns, listing.at_ns)
+            sample["tools"] = listing
         except SessionError as err:
             skips.note("tools/list", str(err))
     if sample["tools"] is None or (call and f"tools/call {call.name}" in skips):
@@ -106,6 +103,6 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
             outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
             if outcome.is_error:
                 raise tool_error(call, outcome)
-            sample["first_call"] = _ms(session, outcome.response.at_ns)
+            sample["first_call"] = elapsed_ms(session.t0_ns, outcome.response.at_ns)
         except SessionError as err:
             skips.note(f"tools/call {call.name}", str(err))

@@ -12,6 +12,7 @@ import math
 import time
 
 from .. import Step
+from ..stdio.base import elapsed_ms
 from ..stdio.session import Session, SessionError, wait_any
 from ..wire import initialize_request, paging_stop
 from . import spawn
@@ -50,10 +51,6 @@ def parse_limits(text: str) -> list[float]:
     return limits
 
 
-def _ms(at_ns: int | None, start_ns: int) -> float | None:
-    return None if at_ns is None else (at_ns - start_ns) / 1e6
-
-
 def one_start(servers, settings: Settings) -> dict:
     """Spawn every server of ``servers`` ([(name, Command)]) in one go and follow each to
     ready on its own, as an editor does: ``notifications/initialized`` and ``tools/list``
@@ -84,7 +81,7 @@ def _follow(sessions: dict[Session, str], settings: Settings) -> dict:
             if isinstance(answer, SessionError):
                 continue
             if phases["initialize"] is None:
-                phases["initialize"] = _ms(answer.at_ns, start)
+                phases["initialize"] = elapsed_ms(start, answer.at_ns)
                 session.notify("notifications/initialized")
                 cursor = None
             else:
@@ -95,7 +92,7 @@ def _follow(sessions: dict[Session, str], settings: Settings) -> dict:
                 pages, tools = pages + 1, tools + (len(page) if isinstance(page, list) else 0)
                 cursor = result.get("nextCursor")
                 if cursor is None or paging_stop(cursor, seen, pages, tools):
-                    phases["tools_list"] = _ms(answer.at_ns, start)  # the last page taken
+                    phases["tools_list"] = elapsed_ms(start, answer.at_ns)  # the last page taken
                     continue
                 seen.add(cursor)
                 paging[session] = (seen, pages, tools)
@@ -103,7 +100,7 @@ def _follow(sessions: dict[Session, str], settings: Settings) -> dict:
                                            {"cursor": cursor} if cursor is not None else {})
             waits[session] = (request, time.monotonic() + settings.timeout_s)
     for session, name in sessions.items():
-        times[name]["first_byte"] = _ms(session.transport.first_byte_ns, start)
+        times[name]["first_byte"] = elapsed_ms(start, session.transport.first_byte_ns)
     return times
 
 

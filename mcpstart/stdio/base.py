@@ -14,6 +14,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 
+def elapsed_ms(start_ns: int, at_ns: int | None) -> float | None:
+    """Milliseconds from ``start_ns`` to ``at_ns`` (perf_counter_ns readings); None for None."""
+    return None if at_ns is None else (at_ns - start_ns) / 1e6
+
+
 class SpawnError(OSError):
     """The program cannot be started (not found, not executable, no such working directory)."""
 

@@ -92,10 +92,10 @@ def _answer(message: dict, what: str, match: str, batch: bool) -> Answer:
                               "JSON-RPC 2.0 allows exactly one")
     if not has_result and not has_error:
         raise MalformedAnswer(f"{what}: the answer has neither \"result\" nor \"error\": "
-                              f"{_clip(message)}")
+                              f"{repr(clip(message))}")
     if has_error and not isinstance(message["error"], dict):
         raise MalformedAnswer(f"{what}: the answer's \"error\" is not an object: "
-                              f"{_clip(message['error'])}")
+                              f"{repr(clip(message['error']))}")
     return Answer(message, irregular)
 
 
@@ -139,7 +139,7 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
     if "id" not in value or value["id"] is None:
         error = value.get("error")
         said = (f"error {error.get('code')}: {error.get('message')}" if isinstance(error, dict)
-                else _clip(value))
+                else repr(clip(value)))
         raise MalformedAnswer(
             f"{what}: the server answered with {'id null' if 'id' in value else 'no id'} "
             f"({said}); it could not read or match the request")
@@ -156,6 +156,10 @@ def looks_like_json_start(text: bytes) -> bool:
     return text[:1] in (b"{", b"[")
 
 
-def _clip(value, limit: int = 200) -> str:
+def clip(value, limit: int = 200) -> str:
+    """The first ``limit`` characters of what a server sent: bytes decoded leniently, a
+    string as it is, any other JSON value as its JSON text."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return repr(text[:limit])
+    return text[:limit]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import interrupts, warnings as warn
 from . import jsonrpc
-from .base import Ended, Frame, FrameTooLong, SpawnError, Transport
+from .base import Ended, Frame, FrameTooLong, SpawnError, Transport, elapsed_ms
 from .transport import poll_many
 
 
@@ -287,7 +287,7 @@ class Session:
             if text[:15].lower() == b"content-length:":
                 raise FramingError(
                     "the server uses Content-Length (LSP-style) framing; the MCP stdio "
-                    f"transport is newline-delimited JSON (it wrote {_clip(text, 60)!r})")
+                    f"transport is newline-delimited JSON (it wrote {jsonrpc.clip(text, 60)!r})")
             if jsonrpc.looks_like_json_start(text):
                 self._joined = [text]
             else:
@@ -320,7 +320,7 @@ class Session:
     def _count_noise_lines(self, lines: list[bytes]) -> None:
         self.traffic.noise_lines += len(lines)
         if lines and self.traffic.noise_example is None:
-            self.traffic.noise_example = _clip(lines[0], 120)
+            self.traffic.noise_example = jsonrpc.clip(lines[0], 120)
 
     def _take(self, value, request_id, what: str, line: Frame) -> Response | None:
         parsed = jsonrpc.classify(value, request_id, what)
@@ -334,7 +334,7 @@ class Session:
         for stray in parsed.stray:
             self.traffic.stray_responses += 1
             if self.traffic.stray_example is None:
-                self.traffic.stray_example = _clip(json.dumps(stray).encode(), 200)
+                self.traffic.stray_example = jsonrpc.clip(stray, 200)
         if parsed.answer is None:
             return None
         for note in parsed.answer.irregular:
@@ -377,7 +377,7 @@ class Session:
         deadline = transport.clock() + self.waits.shutdown_grace_s
         while transport.exit() is None and transport.clock() < deadline:
             transport.receive(deadline - transport.clock())
-        after = _ms((transport.output_end_ns or transport.now_ns()) - self.t0_ns)
+        after = elapsed_ms(self.t0_ns, transport.output_end_ns or transport.now_ns())
         ended = transport.exit()
         if ended is None:
             return self._with_stderr(f"{what}: the server closed stdout after {after:.0f} ms "
@@ -420,7 +420,7 @@ class Session:
             ended = self.transport.exit()
             if ended is not None and ended.output_open:
                 self.traffic.launcher_exit = warn.launcher_exited(
-                    ended.code, _ms(ended.at_ns - self.t0_ns))
+                    ended.code, elapsed_ms(self.t0_ns, ended.at_ns))
             _LIVE.discard(self)
         return self.ended
 
@@ -493,9 +493,3 @@ def _what(message: dict) -> str:
     return method
 
 
-def _clip(text: bytes, limit: int) -> str:
-    return text[:limit].decode("utf-8", errors="replace")
-
-
-def _ms(ns: int) -> float:
-    return ns / 1e6

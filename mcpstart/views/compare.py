@@ -3,11 +3,10 @@ Mann-Whitney U test per measured series; the regressions a CI gate fails on."""
 
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass, field
 
-from ..stats import mann_whitney_greater, smallest_p
+from ..results import dig
+from ..stats import is_number, mann_whitney_greater, smallest_p, summarize
 
 SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
           "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms")
@@ -57,22 +56,10 @@ class Comparison:
         return [row for row in self.rows if row.regression]
 
 
-def _number(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
-def _get(row: dict, path: str):
-    value = row
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
-
-
 def _samples(row: dict, path: str) -> list[float]:
-    block = _get(row, path)
+    block = dig(row, path)
     samples = block.get("samples") if isinstance(block, dict) else None
-    return [v for v in samples if _number(v)] if isinstance(samples, list) else []
+    return [v for v in samples if is_number(v)] if isinstance(samples, list) else []
 
 
 def _servers(results: dict) -> dict[str, dict]:
@@ -90,7 +77,7 @@ def _ratio(old: float, new: float) -> float | None:
 
 def _series_row(name: str, metric: str, old: list[float], new: list[float], alpha: float,
                 threshold_pct: float) -> Row:
-    old_median, new_median = statistics.median(old), statistics.median(new)
+    old_median, new_median = summarize(old)["median"], summarize(new)["median"]
     u, p = mann_whitney_greater(old, new)
     row = Row(name, metric, old_median, new_median, "ok", ratio=_ratio(old_median, new_median),
               u=u, p=p, n_old=len(old), n_new=len(new))
@@ -118,8 +105,8 @@ def _values(row: dict, metric: str) -> list[float]:
     """A series' samples, or a single value as a one-item list; [] when absent or null."""
     if metric in SERIES:
         return _samples(row, metric)
-    value = _get(row, metric)
-    return [value] if _number(value) else []
+    value = dig(row, metric)
+    return [value] if is_number(value) else []
 
 
 def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: float,
@@ -132,9 +119,9 @@ def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: flo
     # one side only: worth a row unless the other side's server did not finish (its status
     # row says so already)
     if before and new_row.get("status") == "ok":
-        return Row(name, metric, statistics.median(before), None, "only in OLD")
+        return Row(name, metric, summarize(before)["median"], None, "only in OLD")
     if after and old_row.get("status") == "ok":
-        return Row(name, metric, None, statistics.median(after), "only in NEW")
+        return Row(name, metric, None, summarize(after)["median"], "only in NEW")
     return None
 
 
@@ -180,7 +167,7 @@ def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.
 def _value(metric: str, value) -> str:
     if value is None:
         return "-"
-    if not _number(value):
+    if not is_number(value):
         return str(value)
     if "_bytes" in metric:
         return f"{value / MIB:.2f} MiB"

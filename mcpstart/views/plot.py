@@ -11,10 +11,11 @@ the clients' startup limits).
 
 from __future__ import annotations
 
-import statistics
 from pathlib import Path
 
-from .table import MIB, payload_size, dig, documents, fmt_ms, number, servers
+from ..results import dig, documents, number_or_none, servers
+from ..stats import summarize
+from .table import MIB, fmt_ms, payload_size
 
 FLOOR = "c"
 """The floor server's name: the tiny C server, the least any server can score."""
@@ -26,21 +27,14 @@ PHASES = (("first_byte", "spawn to first byte"), ("initialize", "to initialize a
 IDLE, PEAK = "#4C72B0", "#DD8452"
 
 
-def _num(value) -> float | None:
-    try:
-        return number(value)
-    except TypeError:
-        return None
-
-
 def _cold_start_data(doc: dict) -> list[tuple[str, float, float, float]]:
     """(name, median, min, max) in ms for each server with a cold-start median."""
     out = []
     for s in servers(doc):
-        median = _num(dig(s, "handshake_ms.median"))
+        median = number_or_none(dig(s, "handshake_ms.median"))
         if median is not None:
-            low = _num(dig(s, "handshake_ms.min"))
-            high = _num(dig(s, "handshake_ms.max"))
+            low = number_or_none(dig(s, "handshake_ms.min"))
+            high = number_or_none(dig(s, "handshake_ms.max"))
             out.append((str(s.get("name")), median, median if low is None else low,
                         median if high is None else high))
     return out
@@ -51,12 +45,12 @@ def _memory_data(doc: dict) -> list[tuple[str, list[tuple[str, float]], float | 
     peak memory; the idle bar has one part per process where the tree has several."""
     out = []
     for s in servers(doc):
-        idle, peak = _num(dig(s, "memory.idle_rss_bytes")), _num(dig(s, "memory.peak_rss_bytes_payload"))
+        idle, peak = number_or_none(dig(s, "memory.idle_rss_bytes")), number_or_none(dig(s, "memory.peak_rss_bytes_payload"))
         procs = dig(s, "memory.processes")
         parts = []
         if isinstance(procs, list) and len(procs) > 1:
             for p in procs:
-                rss = _num(p.get("idle_rss_bytes")) if isinstance(p, dict) else None
+                rss = number_or_none(p.get("idle_rss_bytes")) if isinstance(p, dict) else None
                 if rss is not None:
                     parts.append((str(p.get("name") or p.get("pid")), rss / MIB))
         if not parts and idle is not None:
@@ -72,8 +66,8 @@ def _footprint_data(doc: dict) -> list[tuple[str, float | None, float | None]]:
     """(name, artifact MiB, dev tree MiB) per server with either."""
     out = []
     for s in servers(doc):
-        artifact = _num(dig(s, "footprint.artifact_bytes"))
-        tree = _num(dig(s, "footprint.dev_tree_bytes"))
+        artifact = number_or_none(dig(s, "footprint.artifact_bytes"))
+        tree = number_or_none(dig(s, "footprint.dev_tree_bytes"))
         if artifact is not None or tree is not None:
             out.append((str(s.get("name")), None if artifact is None else artifact / MIB,
                         None if tree is None else tree / MIB))
@@ -89,10 +83,10 @@ def _timeline_data(doc: dict) -> tuple[dict[str, list[float]], int]:
     for run in runs:
         for name, times in run.items():
             if isinstance(times, dict):
-                values = [_num(times.get(key)) for key, _ in PHASES]
+                values = [number_or_none(times.get(key)) for key, _ in PHASES]
                 if all(v is not None for v in values):
                     phases.setdefault(name, []).append(values)
-    return ({name: [statistics.median(col) for col in zip(*rows)] for name, rows in phases.items()},
+    return ({name: [summarize(list(col))["median"] for col in zip(*rows)] for name, rows in phases.items()},
             len(runs))
 
 
@@ -194,7 +188,7 @@ def _timeline(ax, doc: dict) -> None:
     limits = dig(doc, "startup.limits")
     off_scale = []
     for limit in limits if isinstance(limits, list) else []:
-        limit_s = _num(limit.get("limit_s")) if isinstance(limit, dict) else None
+        limit_s = number_or_none(limit.get("limit_s")) if isinstance(limit, dict) else None
         if limit_s is None:
             continue
         client = str(limit.get("client", "a client"))

@@ -165,7 +165,8 @@ class Display:
         ``servers``: ``name: ok``, or ``name: failed: <reason>`` / ``name: skipped:
         <reason>`` (a reason's further lines indented), then ``name warning: <metric>:
         <detail>`` per warning."""
-        from .table import _warning_text, name_of
+        from ..results import name_of
+        from .table import warning_text
 
         self.close()
         for server in servers:
@@ -174,7 +175,7 @@ class Display:
             self.line(f"{name}: {status}" + (f": {reason}" if reason else ""),
                       STATUS_COLORS.get(status))
             for warning in server.get("warnings") or []:
-                self.line(f"{name} warning: {_warning_text(warning)}", "yellow")
+                self.line(f"{name} warning: {warning_text(warning)}", "yellow")
 
     def close(self) -> None:
         """Stop a spinner and clear the live line; ``line`` still works afterwards."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from .table import cell, columns, dig, documents, visible_rows
+from ..results import dig, documents
+from .table import cell, columns, visible_rows
 
 FIELDS = ("server", "file", "metric", "value", "unit")
 _STAT_KEYS = {"median", "mean", "stdev", "min", "max", "mad", "p50", "p95", "ci_low", "ci_high"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from .table import documents, fmt_ms
+from ..results import documents
+from .table import fmt_ms
 
 
 def _clip(value, limit: int = 60) -> str:

@@ -8,14 +8,16 @@ unexpected type, "?".
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
 import re
 import shlex
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..results import dig, documents, is_number, name_of, number, servers
+from ..stats import summarize
 
 MIB = 1024 * 1024
 KIB = 1024
@@ -37,44 +39,6 @@ def check_format(value: str, long_formats: tuple[str, ...] = ()) -> str:
     if value not in (*tabulate_formats, *long_formats):
         either = f"{', '.join(long_formats)} or one of " if long_formats else "one of "
         raise ValueError(f"{value!r} is not {either}{', '.join(tabulate_formats)}")
-    return value
-
-
-# ---- reading any JSON value -------------------------------------------------------------
-
-def documents(results) -> list[dict]:
-    """One results file or a list of them (``Results`` objects or their JSON dicts) as a
-    list of dicts; anything that is not a dict becomes an empty one."""
-    items = results if isinstance(results, (list, tuple)) else [results]
-    items = [r.to_dict() if hasattr(r, "to_dict") else r for r in items]
-    return [r if isinstance(r, dict) else {} for r in items]
-
-
-def dig(value, path: str):
-    """The value at a dotted key path (``"handshake_ms.median"``), None where any step is
-    missing or not a JSON object."""
-    for key in path.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    return value
-
-
-def servers(doc: dict) -> list[dict]:
-    """The server rows of a results dict that are JSON objects."""
-    rows = doc.get("servers")
-    return [s for s in rows if isinstance(s, dict)] if isinstance(rows, list) else []
-
-
-def name_of(server: dict) -> str:
-    name = server.get("name")
-    return name if isinstance(name, str) else "?"
-
-
-def number(value) -> float:
-    """``value`` when it is a finite JSON number (not a bool); else TypeError."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise TypeError(f"not a number: {value!r}")
     return value
 
 
@@ -238,10 +202,8 @@ def _shutdown(value, _s) -> str:
 
 
 def _page_cache(value, s) -> str:
-    from statistics import median
-
     resident = dig(s, "page_cache.resident_bytes") or []
-    return " / ".join(fmt_mib(median(v)) if v else "-" for v in (value, resident))
+    return " / ".join(fmt_mib(summarize(v)["median"]) if v else "-" for v in (value, resident))
 
 
 def _plain(render: Callable) -> Callable[[object, dict], str]:
@@ -442,7 +404,7 @@ def _machine(doc: dict) -> str:
     return line + (f"\nThis run was {interrupted}." if isinstance(interrupted, str) else "")
 
 
-def _warning_text(warning) -> str:
+def warning_text(warning) -> str:
     if isinstance(warning, dict):
         detail = warning.get("detail")
         if detail is None:
@@ -460,20 +422,22 @@ def _program(argv) -> str:
 PEAK_METHODS = {
     "vmhwm": "vmhwm: the kernel's exact high-water mark (VmHWM, reset before the call) of a "
              "one-process server during the first large call",
-    "sampled": "sampled: the largest sum of the tree's RSS, read every 5 ms during a second "
-               "large call (a lower bound: a spike shorter than 5 ms can be missed)",
+    "sampled": "sampled: the largest sum of the tree's RSS, read every {ms} ms during a second "
+               "large call (a lower bound: a spike shorter than {ms} ms can be missed)",
 }
+"""The peak methods' notes; {ms} is the sampler's interval as the results file records it."""
 
 
 def _server_notes(cols) -> list[str]:
-    notes, shared, settled, methods = [], False, {}, set()
+    notes, shared, settled, methods = [], False, {}, {}
     for header, _doc, _label, s in cols:
-        method = dig(s, "memory.peak_method")
-        methods.add(method if isinstance(method, str) else None)
+        method, interval = dig(s, "memory.peak_method"), dig(s, "memory.sample_interval_ms")
+        if isinstance(method, str) and method in PEAK_METHODS:
+            methods.setdefault(method, set()).add(f"{interval:g}" if is_number(interval) else "?")
         if s.get("status") in ("failed", "skipped") or s.get("reason"):
             notes.append(f"- {header} {s.get('status')}: {s.get('reason')}")
         warnings = s.get("warnings")
-        notes += [f"- {header} warning: {_warning_text(w)}"
+        notes += [f"- {header} warning: {warning_text(w)}"
                   for w in (warnings if isinstance(warnings, list) else [])]
         skipped = s.get("not_measured")
         if isinstance(skipped, dict) and skipped:
@@ -499,7 +463,8 @@ def _server_notes(cols) -> list[str]:
     if shared:
         notes.append("- PSS and USS depend on what else runs: a page shared with other processes "
                      "counts in part (PSS) or not at all (USS) toward the server")
-    notes += [f"- peak RSS, {PEAK_METHODS[m]}" for m in sorted(methods & set(PEAK_METHODS))]
+    notes += [f"- peak RSS, {PEAK_METHODS[m].format(ms='/'.join(sorted(methods[m])))}"
+              for m in sorted(methods)]
     return notes
 
 
@@ -519,7 +484,8 @@ def _startup(doc: dict, label: str | None) -> list[str]:
 
     if startup.get("error"):
         lines.append(f"- not measured: {startup['error']}")
-    lines.append("- ready: tools/list answered to its last page (initialize where it was not)")
+    if isinstance(startup.get("ready_rule"), str):
+        lines.append(f"- ready: {startup['ready_rule']}")
     if startup.get("sequential_sum_ms") is not None:
         line("- one after another: the servers' median times to ready add up to {} ms", fmt_ms,
              startup["sequential_sum_ms"])

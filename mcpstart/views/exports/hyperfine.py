@@ -12,7 +12,8 @@ server's user and system CPU time: those are null (JSON) or empty (CSV); there a
 
 from __future__ import annotations
 
-from ..table import columns, documents, number
+from ...results import documents, number
+from ..table import columns
 
 
 def series(results_list, labels=None) -> list[dict]:
