@@ -12,7 +12,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "none")
+DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "maven",
+                      "none")
 PLACEHOLDERS = ("{build}", "{src}")
 RECIPE_FOLDER = "build-recipes"
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
