@@ -103,10 +103,17 @@ def parse_cargo_tree(out: str) -> set[tuple[str, str]]:
 
 
 def _maven(project: Path, env: dict[str, str]) -> set[tuple[str, str]]:
+    argv = ["mvn", "-o", "-B", "-q", "dependency:list", "-DincludeScope=runtime"]
     with tempfile.TemporaryDirectory(prefix="mcpstart-mvn-") as scratch:
         listing = Path(scratch) / "dependencies.txt"
-        _run(["mvn", "-o", "-B", "-q", "dependency:list", "-DincludeScope=runtime",
-              f"-DoutputFile={listing}"], project, env)
+        done = subprocess.run([*argv, f"-DoutputFile={listing}"], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+        if done.returncode:  # Maven says why on stdout, in its first non-empty [ERROR] line
+            errors = [line.split("[ERROR]", 1)[1].strip() for line in done.stdout.splitlines()
+                      if "[ERROR]" in line]
+            raise RuntimeError(f"{' '.join(argv)} exited with code {done.returncode}: "
+                               f"{next((e for e in errors if e), '')[:300]}")
         return parse_maven_list(listing.read_text())
 
 
@@ -127,8 +134,8 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     if done.returncode:
-        said = done.stderr.strip() or done.stdout.strip()  # mvn prints its errors on stdout
-        raise RuntimeError(f"{' '.join(argv)} exited with code {done.returncode}: {said[-300:]}")
+        raise RuntimeError(f"{' '.join(argv)} exited with code {done.returncode}: "
+                           f"{done.stderr.strip()[-300:]}")
     return done.stdout
 
 
