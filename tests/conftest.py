@@ -1,6 +1,8 @@
 """Shared test helpers: the fake server, and toy recipes written as real TOML files."""
 
 import copy
+import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import tomli_w
 from mcpstart.stdio.session import Command
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
+REQUIRE_ALL = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 
 TOY_RECIPE = {
     "language": "python", "sdk": "toy", "sdk_version": "0", "source": "servers/toy",
@@ -21,6 +24,16 @@ TOY_RECIPE = {
     "dependencies": {"method": "python-venv", "target": "{build}/venv",
                      "lock": "{src}/server.py"},
 }
+
+
+def require_programs(*programs: str) -> None:
+    """Skip the calling test (or fixture) when one of ``programs`` is not on PATH; with
+    MCPSTART_REQUIRE_ALL=1 (CI) fail it instead."""
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing and REQUIRE_ALL:
+        pytest.fail(f"not found: {', '.join(missing)} (MCPSTART_REQUIRE_ALL=1)")
+    if missing:
+        pytest.skip(f"not found: {', '.join(missing)} (set MCPSTART_REQUIRE_ALL=1 to fail instead)")
 
 
 def fake_command(*switches: str, env: dict | None = None) -> Command:
