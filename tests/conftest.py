@@ -2,6 +2,8 @@
 transport, and toy recipes written as real TOML files."""
 
 import copy
+import os
+import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +19,7 @@ from mcpstart.stdio.session import Session, SessionError, Waits
 from mcpstart.stdio.transport import StdioTransport
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
+REQUIRE_ALL = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 
 TOY_RECIPE = {
     "language": "python", "sdk": "toy", "sdk_version": "0", "source": "servers/toy",
@@ -59,6 +62,21 @@ def fast_waits(request, monkeypatch):
     defaults a user gets)."""
     if request.node.get_closest_marker("e2e") is None:
         monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+
+
+def unavailable(reason: str) -> None:
+    """Skip the calling test (or fixture) for ``reason``; with MCPSTART_REQUIRE_ALL=1 (CI)
+    fail it instead. Every skip of the suite goes through here."""
+    if REQUIRE_ALL:
+        pytest.fail(f"{reason} (MCPSTART_REQUIRE_ALL=1)")
+    pytest.skip(f"{reason} (set MCPSTART_REQUIRE_ALL=1 to fail instead)")
+
+
+def require_programs(*programs: str) -> None:
+    """``unavailable`` unless every one of ``programs`` is on PATH."""
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing:
+        unavailable(f"not found: {', '.join(missing)}")
 
 
 def fake_command(*switches: str, env: dict | None = None) -> Command:

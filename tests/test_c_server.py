@@ -3,14 +3,14 @@ compiled with `cc` into a temporary folder, driven over real pipes. Without `cc`
 skip; with MCPSTART_REQUIRE_ALL=1 (CI) they fail instead."""
 
 import json
-import os
 import random
 import selectors
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from conftest import require_programs
 
 ROOT = Path(__file__).parent.parent
 SERVER_C = ROOT / "servers" / "c" / "server.c"
@@ -23,10 +23,7 @@ META = "io.modelcontextprotocol/protocolVersion"
 
 def compile_c(source: Path, folder: Path) -> Path:
     """Compile ``source`` with ``cc -O2 -Wall -Wextra``; fails the test on any warning."""
-    if shutil.which("cc") is None:
-        if os.environ.get("MCPSTART_REQUIRE_ALL") == "1":
-            pytest.fail("cc not found (MCPSTART_REQUIRE_ALL=1)")
-        pytest.skip("cc not found (set MCPSTART_REQUIRE_ALL=1 to fail instead)")
+    require_programs("cc")
     binary = folder / source.stem
     done = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-o", str(binary), str(source)],
                           capture_output=True, text=True)

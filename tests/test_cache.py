@@ -16,6 +16,8 @@ import pytest
 from mcpstart.measure.cache import (PSEUDO_ROOTS, evict, mapped_files, resident_bytes,
                                     server_files)
 
+from conftest import unavailable
+
 MIB = 1024 * 1024
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
 """Filesystems whose files live in the page cache itself: DONTNEED cannot drop their pages."""
@@ -60,10 +62,7 @@ def disk_dir(tmp_path):
         finally:
             shutil.rmtree(folder)
         return
-    reason = "no disk filesystem to evict from (" + "; ".join(seen) + ")"
-    if os.environ.get("MCPSTART_REQUIRE_ALL") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    unavailable("no disk filesystem to evict from (" + "; ".join(seen) + ")")
 
 
 def write(path: Path, size: int, sync: bool = True) -> Path:

@@ -1,17 +1,17 @@
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from mcpstart.measure.footprint import (KEYS, debug_info, lock_count, measure_footprint,
-                                        parse_cargo_tree, tool_lines, tree_bytes)
+                                        parse_cargo_tree, parse_maven_list, tool_lines,
+                                        tree_bytes)
 from mcpstart.targets.build import ensure_built
 from mcpstart.targets.recipes import load_recipe
 
-from conftest import toy_recipe, write_recipe
+from conftest import require_programs, toy_recipe, write_recipe
 
 
 def test_tree_bytes_excludes_and_counts_hard_links_once(tmp_path):
@@ -172,6 +172,19 @@ def test_parse_cargo_tree_dedupes_and_keeps_versions_apart():
                                      ("rand", "0.8.5"), ("rand", "0.9.0")}
 
 
+def test_parse_maven_list_keeps_group_classifier_and_version():
+    out = ("\nThe following files have been resolved:\n"
+           "   io.modelcontextprotocol.sdk:mcp:jar:2.1.0:compile -- module io.modelcontextprotocol.sdk.mcp\n"
+           "   io.projectreactor:reactor-core:jar:3.7.0:compile -- module reactor.core [auto]\n"
+           "   org.example:native:jar:linux-x86_64:1.0:runtime\n"
+           "   org.other:native:jar:1.0:runtime\n\n")
+    assert parse_maven_list(out) == {("io.modelcontextprotocol.sdk:mcp", "2.1.0"),
+                                     ("io.projectreactor:reactor-core", "3.7.0"),
+                                     ("org.example:native:linux-x86_64", "1.0"),
+                                     ("org.other:native", "1.0")}
+    assert parse_maven_list("\nThe following files have been resolved:\n   none\n") == set()
+
+
 def _crate(root: Path, name: str, manifest: str = "", lib: bool = True) -> None:
     (root / name / "src").mkdir(parents=True)
     (root / name / "Cargo.toml").write_text(
@@ -179,8 +192,8 @@ def _crate(root: Path, name: str, manifest: str = "", lib: bool = True) -> None:
     (root / name / "src" / ("lib.rs" if lib else "main.rs")).write_text("fn main() {}\n" * (not lib))
 
 
-@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo not installed")
 def test_cargo_counts_crates_in_the_binary_for_the_host_only(tmp_path):
+    require_programs("cargo")
     servers = tmp_path / "servers"
     _crate(servers, "shared")
     _crate(servers, "normal_dep", '[dependencies]\nshared = { path = "../shared" }\n')
@@ -207,8 +220,8 @@ def test_cargo_counts_crates_in_the_binary_for_the_host_only(tmp_path):
     assert block["lock_count"] == 0  # path crates have no source in Cargo.lock
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_debug_info_of_elf_files(tmp_path):
+    require_programs("cc", "strip")
     (tmp_path / "h.c").write_text("int main(void) { return 0; }\n")
     def cc(name: str, *flags: str) -> str:
         subprocess.run(["cc", *flags, "-o", name, "h.c"], cwd=tmp_path, check=True)

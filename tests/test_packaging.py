@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import unavailable
+
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = "mcpstart/reference/"
 BUILD_OUTPUTS = {  # what builds and runs leave in a checkout
@@ -27,7 +29,7 @@ def tracked(*folders: str) -> set[str]:
     done = subprocess.run(["git", "-C", str(REPO), "ls-files", "--", *folders],
                           capture_output=True, text=True)
     if done.returncode:
-        pytest.skip(f"not a git checkout: {done.stderr.strip()}")
+        unavailable(f"not a git checkout: {done.stderr.strip()}")
     return set(done.stdout.split())
 
 

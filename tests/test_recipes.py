@@ -73,7 +73,7 @@ def test_every_problem_is_reported_in_one_message(tmp_path):
         "field 'run.cwd' must be a string, not int",
         "field 'artifact.include' is missing",
         "field 'dependencies.method' must be one of npm-installed, python-venv, go-binary, "
-        "cargo-tree, none, not 'guess'",
+        "cargo-tree, maven, none, not 'guess'",
     ]
 
 

@@ -1,4 +1,4 @@
-"""End to end: build the five reference servers from build-recipes/ into a fresh cache, measure
+"""End to end: build the six reference servers from build-recipes/ into a fresh cache, measure
 them through the CLI, and check every field of the results file against independent readings.
 Slow (minutes: a cold Rust release build). With MCPSTART_REQUIRE_ALL=1 (CI) a missing
 toolchain fails instead of skipping."""
@@ -27,15 +27,18 @@ RECIPES = ROOT / "build-recipes"
 MIB = 1024 * 1024
 RUNS, WARMUP = 3, 1
 REQUIRED = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
-SDKS = ("go", "python", "rust", "typescript")
+SDKS = ("go", "java", "python", "rust", "typescript")
 NAMES = ("c", *SDKS)
 # what each SDK does by default for a tool that returns a string (see servers/*/)
-STRUCTURED = {"c": False, "python": True, "go": False, "rust": False, "typescript": False}
+STRUCTURED = {"c": False, "python": True, "go": False, "java": False, "rust": False,
+              "typescript": False}
 HANDSHAKE_ERA = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 # server/discover's supportedVersions, as probed by hand (issue 9), in the servers' own order
 DISCOVER = {"c": [*HANDSHAKE_ERA, "2026-07-28"], "python": ["2026-07-28"],
             "typescript": ["2026-07-28"], "go": ["2026-07-28", *reversed(HANDSHAKE_ERA)],
-            "rust": [*HANDSHAKE_ERA, "2026-07-28"]}
+            "rust": [*HANDSHAKE_ERA, "2026-07-28"], "java": None}
+LEGACY_ONLY = {"java"}  # the Java SDK 2.1.0 answers server/discover with -32601
+NO_LOCK = {"c", "java"}  # Maven has no lock file
 
 
 @pytest.fixture(scope="module")
@@ -91,16 +94,18 @@ def test_run_metadata(measured):
     assert data["argv"][:2] == ["mcpstart", "measure"]
     env = data["environment"]
     assert env["os"] == "Linux" and env["cpu_count"] >= 1 and len(env["load_average"]) == 3
-    assert {"go", "python3", "cargo", "rustc", "node", "npm", "cc"} <= set(env["toolchains"])
+    assert {"go", "python3", "cargo", "rustc", "node", "npm", "cc", "java", "javac",
+            "mvn"} <= set(env["toolchains"])
     settings = data["settings"]
     assert settings["runs"] == RUNS and settings["warmup"] == WARMUP
     assert settings["payload_bytes"] == 5 * MIB and settings["requested_revision"] == "2025-11-25"
     assert settings["order"] == "interleave" and settings["pause_ms"] == 50
-    # every round runs each server once, each series in its own rounds
-    for series in ("handshake", "modern"):
+    # every round runs each server once, each series in its own rounds; a legacy-only
+    # server has no modern series
+    for series, names in (("handshake", NAMES), ("modern", set(NAMES) - LEGACY_ONLY)):
         rounds = [[r["server"] for r in data["run_sequence"]
                    if r["round"] == n and r["series"] == series] for n in range(RUNS + WARMUP)]
-        assert all(sorted(names) == sorted(NAMES) for names in rounds), series
+        assert all(sorted(ran) == sorted(names) for ran in rounds), series
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -127,8 +132,11 @@ def test_every_field_of_a_reference_server(measured, name):
     for fb, h, tl, fc in zip(phases["first_byte"]["samples"], hs["samples"],
                              phases["tools_list"]["samples"], phases["first_call"]["samples"]):
         assert 0 < fb <= h < tl < fc
-    assert row["modern_ms"]["discover"]["n"] == RUNS
-    assert row["modern_ms"]["first_call"]["n"] == RUNS
+    if name in LEGACY_ONLY:
+        assert row["modern_ms"] is None and "modern_ms" in row["not_measured"]
+    else:
+        assert row["modern_ms"]["discover"]["n"] == RUNS
+        assert row["modern_ms"]["first_call"]["n"] == RUNS
 
     assert row["round_trip_ms"]["n"] == 100 and 0 < row["round_trip_ms"]["p50"] <= \
         row["round_trip_ms"]["p95"]
@@ -155,17 +163,22 @@ def test_every_field_of_a_reference_server(measured, name):
     footprint = row["footprint"]
     assert 0 < footprint["artifact_bytes"] < footprint["dev_tree_bytes"]
     assert footprint["tool_lines"] >= 5 and footprint["build_cached"] is False
+    if name in NO_LOCK:
+        assert footprint["lock_count"] is None and "footprint.lock_count" in row["not_measured"]
     if name == "c":
-        assert footprint["dependency_count"] == 0 and footprint["lock_count"] is None
-        assert "footprint.lock_count" in row["not_measured"]
-    else:
+        assert footprint["dependency_count"] == 0
+    elif name not in NO_LOCK:
         assert 1 <= footprint["dependency_count"] <= footprint["lock_count"]
 
     protocol = row["protocol"]
     assert protocol["requested_revision"] == protocol["negotiated_revision"] == "2025-11-25"
     assert protocol["discover_versions"] == DISCOVER[name]
-    assert protocol["era"] == "dual"
-    assert protocol["supported_revisions"] == [*HANDSHAKE_ERA, "2026-07-28"]
+    if name in LEGACY_ONLY:
+        assert protocol["era"] == "legacy"
+        assert protocol["supported_revisions"] == HANDSHAKE_ERA
+    else:
+        assert protocol["era"] == "dual"
+        assert protocol["supported_revisions"] == [*HANDSHAKE_ERA, "2026-07-28"]
     outcomes = {(r["method"], r["requested"]): (r["outcome"], r["answered"])
                 for r in protocol["matrix"]}
     for revision in HANDSHAKE_ERA:
@@ -198,6 +211,15 @@ def test_dependency_counts_agree_with_the_package_managers(measured):
     npm = subprocess.run(["npm", "ls", "--omit=dev", "--all", "--parseable"], cwd=src,
                          capture_output=True, text=True, check=True).stdout.split()
     assert by_name["typescript"]["footprint"]["dependency_count"] == len(npm) - 1  # itself
+    java_src = Path(by_name["java"]["command"]["cwd"])
+    build = java_src.parent
+    tree = subprocess.run(["mvn", "-o", "-B", "dependency:tree", "-Dscope=runtime"], cwd=java_src,
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "MAVEN_OPTS": f"-Dmaven.repo.local={build / 'm2'}"})
+    lines = [l for l in tree.stdout.splitlines() if l.startswith("[INFO] ") and
+             l[7:8] in ("+", "|", "\\", " ") and l.rstrip().endswith((":compile", ":runtime"))]
+    assert by_name["java"]["footprint"]["dependency_count"] == len(lines) == len(
+        list((java_src / "target" / "lib").iterdir()))
 
 
 def test_cold_page_cache_reads_above_the_warm_run_on_go(measured):

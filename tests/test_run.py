@@ -9,7 +9,7 @@ from mcpstart.measure.run import run_order
 from mcpstart.results import Results, ServerResult
 
 from conftest import fast
-from scripted import GoodServer, Out, Spawner, line
+from scripted import GoodServer, Out, Spawner
 
 
 class Slow(GoodServer):

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -67,6 +68,34 @@ def parse_cargo_tree(out: str) -> set[tuple[str, str]]:
     return {(name, version.lstrip("v")) for name, version in crates[1:] if (name, version) != crates[0]}
 
 
+def _maven(project: Path, env: dict[str, str]) -> set[tuple[str, str]]:
+    argv = ["mvn", "-o", "-B", "-q", "dependency:list", "-DincludeScope=runtime"]
+    with tempfile.TemporaryDirectory(prefix="mcpstart-mvn-") as scratch:
+        listing = Path(scratch) / "dependencies.txt"
+        done = subprocess.run([*argv, f"-DoutputFile={listing}"], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+        if done.returncode:  # Maven says why on stdout, in its first non-empty [ERROR] line
+            errors = [line.split("[ERROR]", 1)[1].strip() for line in done.stdout.splitlines()
+                      if "[ERROR]" in line]
+            raise RuntimeError(f"{' '.join(argv)} exited with code {done.returncode}: "
+                               f"{next((e for e in errors if e), '')[:300]}")
+        return parse_maven_list(listing.read_text())
+
+
+def parse_maven_list(out: str) -> set[tuple[str, str]]:
+    """Distinct (``groupId:artifactId[:classifier]``, version) pairs of the file ``mvn
+    dependency:list -DoutputFile=...`` writes: one ``group:artifact:type[:classifier]:version:scope``
+    per line, after a header, each maybe followed by `` -- module NAME [auto]``
+    (maven-dependency-plugin 3.x)."""
+    found = set()
+    for line in out.splitlines():
+        parts = line.split(" -- ")[0].strip().split(":")
+        if len(parts) in (5, 6):  # group, artifact and the classifier where there is one
+            found.add((":".join(parts[:2] + parts[3:-2]), parts[-2]))
+    return found
+
+
 def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> str:
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
@@ -83,7 +112,11 @@ def shipped_packages(build: Build) -> set[tuple[str, str]]:
     python-venv (distributions in the venv but pip/setuptools/wheel), go-binary (modules
     linked into the binary, ``go version -m``), cargo-tree (``cargo tree -e
     normal,no-proc-macro --target <host>``: crates compiled into the binary for the host,
-    without proc-macro and build-only crates), none (nothing).
+    without proc-macro and build-only crates), maven (the compile and runtime scope of the
+    project in ``target``, as ``mvn -o dependency:list -DincludeScope=runtime`` resolves it
+    offline with the build's environment, so a ``-Dmaven.repo.local`` in ``MAVEN_OPTS``
+    reads the build's own local repository, which must hold maven-dependency-plugin (a pom
+    that uses it, as servers/java does); named ``groupId:artifactId``), none (nothing).
 
     Raises:
         RuntimeError / OSError / ValueError / KeyError: the tool or file the method reads failed.
@@ -99,6 +132,8 @@ def shipped_packages(build: Build) -> set[tuple[str, str]]:
         return _python_venv(target)
     if method == "go-binary":
         return _go_binary(target, build.environment())
+    if method == "maven":
+        return _maven(target, build.environment())
     return _cargo_tree(target, build.environment())
 
 

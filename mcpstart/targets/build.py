@@ -32,6 +32,8 @@ MARKER = "mcpstart-build.json"
 BUILD_TIMEOUT_S = 1800
 LOG_TAIL_LINES = 25
 KEEP_BUILDS = 3
+_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+"""An ANSI control sequence (ECMA-48 CSI): Debian's Maven 3.8 prints resets even with -B."""
 
 
 def tree_bytes(include: list[str], exclude: list[str] = ()) -> int:
@@ -156,8 +158,8 @@ class Build:
 
 def toolchain_version(tool) -> tuple[str | None, str | None]:
     """Ask one toolchain (a recipe's ``Toolchain``) its version. Returns ``(version line,
-    None)``, or ``(None, why it is unusable)``: "<program> not found", or its version command
-    failed."""
+    None)`` (the first line of stdout, else of stderr, ANSI control sequences removed), or
+    ``(None, why it is unusable)``: "<program> not found", or its version command failed."""
     program = tool.version_argv[0]
     if shutil.which(program) is None:
         return None, f"{program} not found"
@@ -167,7 +169,7 @@ def toolchain_version(tool) -> tuple[str | None, str | None]:
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as err:
         return None, f"{program} found, but `{argv}` failed: {err}"
-    lines = (done.stdout or done.stderr).strip().splitlines()
+    lines = _CSI.sub("", done.stdout or done.stderr).strip().splitlines()
     if done.returncode:
         return None, (f"{program} found, but `{argv}` exited with code {done.returncode}: "
                       f"{lines[-1] if lines else ''}")

@@ -12,7 +12,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "none")
+DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "maven",
+                      "none")
 PLACEHOLDERS = ("{build}", "{src}")
 RECIPE_FOLDER = "build-recipes"
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
@@ -44,7 +45,7 @@ class Recipe:
     Attributes:
         name: the file stem, which names the server everywhere.
         path: the recipe file.
-        language: any string ("typescript", "python", "go", "rust", "c" for the reference
+        language: any string ("typescript", "python", "go", "rust", "java", "c" for the reference
             set), or None.
         source_dir: the server's sources (``source``, relative to the recipe folder's
             parent), or None.
