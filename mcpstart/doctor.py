@@ -166,13 +166,18 @@ def process_checks() -> list[Check]:
 
 
 def check_subreaper() -> Check:
-    """Become a child subreaper (stdio.tree.become_subreaper, as measure does) and see a
+    """Become a child subreaper (stdio.tree.child_subreaper, as measure does) and see a
     background ``sleep`` of an exiting shell adopted by this process."""
-    from .stdio.tree import become_subreaper
+    from .stdio.tree import child_subreaper
 
+    with child_subreaper() as became:
+        return _adopts(became)
+
+
+def _adopts(became: bool) -> Check:
     without = ("a process that double-forks out of a server's process group escapes: its "
                "memory is not counted, it is not reported in orphans and may outlive the run")
-    if not become_subreaper():
+    if not became:
         return Check("child subreaper", "missing", "prctl(PR_SET_CHILD_SUBREAPER) refused",
                      without)
     shell = subprocess.run(["/bin/sh", "-c", "sleep 30 </dev/null >/dev/null 2>&1 & echo $!"],

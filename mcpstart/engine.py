@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from .redact import secrets_of
 from .results import Results
 from .interrupts import exit_on_signals
 from .stdio.session import shutdown_all
-from .stdio.tree import become_subreaper
+from .stdio.tree import child_subreaper
 from .targets.build import cache_root
 from .targets.plan import Plan
 from .views.exports import ExportManager
@@ -51,8 +51,9 @@ class Job:
         budget: startup limits in seconds for an all-at-once start; None: the default limits
             (startup.LIMITS_S) when the plan names several servers together, else none.
         rebuild, require_all, cache_dir: as ``mcpstart build`` takes them.
-        subreaper: make this process a child subreaper first, so a server's process that
-            leaves its parent is still found and shut down.
+        subreaper: make this process a child subreaper for the job (stdio.tree.
+            child_subreaper), so a server's process that leaves its parent is still found and
+            shut down.
         progress: receives every Step (the CLI's display).
     """
 
@@ -107,9 +108,7 @@ def cache_folder(option: str | None) -> Path:
 
 
 def _servers(job: Job) -> tuple[list[run.Server], dict[str, str]]:
-    """Before the first spawn: the subreaper (if asked), the builds."""
-    if job.subreaper:
-        become_subreaper()
+    """Before the first spawn: the builds."""
     cache = cache_folder(job.cache_dir) if job.plan.recipes else None
     return run.servers_for(job.plan, job.settings, cache, job.rebuild, job.require_all,
                            job.progress)
@@ -144,13 +143,14 @@ def measure(job: Job) -> Outcome:
     secrets = job.secrets
     for note in job.plan.notes:
         job.progress(note)
-    servers, toolchains = _servers(job)
     budget = job.budget
     if budget is None and job.plan.together:
         budget = list(LIMITS_S)
     rewrite, error = _writer(job, secrets)
-    results = run.measure(servers, job.settings, job.argv, toolchains, job.progress, rewrite,
-                          budget)
+    with child_subreaper() if job.subreaper else nullcontext():
+        servers, toolchains = _servers(job)
+        results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
+                              rewrite, budget)
     results.secrets = secrets
     return Outcome(results, error[0] if error else None)
 
@@ -163,8 +163,10 @@ def revisions(job: Job) -> Outcome:
         JobError: the cache folder cannot be used.
     """
     secrets = job.secrets
-    servers, toolchains = _servers(job)
-    results = run.revisions_only(servers, job.settings, job.argv, toolchains, job.progress)
+    with child_subreaper() if job.subreaper else nullcontext():
+        servers, toolchains = _servers(job)
+        results = run.revisions_only(servers, job.settings, job.argv, toolchains,
+                                     job.progress)
     rewrite, error = _writer(job, secrets)
     if job.output is not None:
         rewrite(results)

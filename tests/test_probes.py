@@ -11,7 +11,7 @@ from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.client import ProbeError, Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
-from mcpstart.stdio.tree import become_subreaper
+from mcpstart.stdio.tree import child_subreaper, is_subreaper
 
 from conftest import fast
 from test_faults import session_row
@@ -89,8 +89,10 @@ def test_staggered_peaks_are_sampled_as_the_tree_holds_them(fake):
 
 
 def test_a_double_forked_helper_is_counted_and_reclaimed(fake):
-    assert become_subreaper()  # the CLI does this; a library user opts in
-    row, _, error = session_row(fake("--double-fork-mib", "100"))
+    with child_subreaper() as became:  # the CLI does this; a library user opts in
+        assert became
+        row, _, error = session_row(fake("--double-fork-mib", "100"))
+    assert not is_subreaper()  # as it was before the block
     assert error is None
     memory = row.memory
     helper = [p for p in memory["processes"] if p["idle_rss_bytes"] and p["idle_rss_bytes"] >= 100 * MIB]
@@ -117,8 +119,8 @@ def test_sharing_lists_a_second_copy_of_the_server(fake):
 def test_a_bystander_child_of_the_host_program_is_left_alone(fake):
     bystander = subprocess.Popen(["sleep", "30"])
     try:
-        become_subreaper()
-        row, _, error = session_row(fake("--escape"))
+        with child_subreaper():
+            row, _, error = session_row(fake("--escape"))
         assert error is None
         assert bystander.poll() is None  # not signalled
         assert bystander.pid not in [p["pid"] for p in row.memory["processes"]]

@@ -16,6 +16,8 @@ import ctypes
 import os
 import select
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psutil
 
@@ -35,11 +37,18 @@ def _prctl(option: int, arg) -> bool:
         return False
 
 
-def become_subreaper() -> bool:
-    """Make this process adopt orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``), so a
-    server's process that leaves its parent is still found. The CLI does this; a program
-    using mcpstart as a library opts in. Returns False where the OS has no such thing."""
-    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+@contextmanager
+def child_subreaper() -> Iterator[bool]:
+    """Within the block this process adopts orphaned descendants (Linux
+    ``PR_SET_CHILD_SUBREAPER``), so a server's process that leaves its parent is still found;
+    afterwards it is as it was. The CLI's jobs run in one; a program using mcpstart as a
+    library opts in (engine.Job.subreaper). Yields False where the OS has no such thing."""
+    before = is_subreaper()
+    try:
+        yield _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    finally:
+        if not before:
+            _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def is_subreaper() -> bool:
