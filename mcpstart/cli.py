@@ -486,7 +486,7 @@ def doctor(recipes_dir, require_all, tablefmt) -> None:
 
     \b
     Exit status: 0 a default run has what it needs (some figures may be degraded); 1
-    something it needs is missing (pidfds, /proc/PID/status, or every toolchain of some
+    something it needs is missing (pidfds, /proc memory files, or every toolchain of some
     server; with --require-all: any toolchain).
     """
     from .doctor import render, run_checks, verdict

@@ -9,7 +9,7 @@ REVISION = "2025-11-25"
 """The newest protocol revision of the initialize-handshake era (MCP specification 2025-11-25)."""
 PAUSE_MS = 50.0
 """Idle pause before every timed spawn. A C harness reads the same server 0.65 ms back to back
-and 0.94 ms after 10 ms of idle, flat from about 10 ms on (issue 5): 50 ms is on the plateau."""
+and 0.94 ms after 10 ms of idle, flat from about 10 ms on (README, "How exact the clock is"): 50 ms is on the plateau."""
 ROUND_TRIPS = 100
 PROBE_TIMEOUT_S = 5.0
 OUTPUT = "mcpstart-results.json"

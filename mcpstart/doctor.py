@@ -7,7 +7,8 @@ exits 1:
 - pidfds watched with ``poll`` (Linux >= 5.3): every server process is tracked, waited for
   and reaped through its pidfd (stdio/tree.py, stdio/transport.py); without them mcpstart
   cannot follow a server's processes at all.
-- ``/proc/PID/status`` with VmRSS and VmHWM: every memory figure (RSS, peak).
+- ``/proc/PID/statm`` (RSS) and ``/proc/PID/status`` (VmHWM): every memory figure (RSS,
+  peak).
 - at least one recipe whose toolchains are all found: a missing toolchain only skips that
   server, but a run that can build no server measures nothing. With ``require_all`` (as
   ``measure --require-all``, where a skipped server fails the run) every toolchain is needed.
@@ -81,9 +82,10 @@ def check_status(pid: int) -> Check:
     gives = "RSS and peak RSS (VmHWM) of every process of a server"
     rss, hwm = resident(pid), high_water_mark(pid)
     if rss is None or hwm is None:
-        return Check("/proc/PID/status", "missing", "no VmRSS or VmHWM line",
-                     "no memory figures at all", True)
-    return Check("/proc/PID/status", "ok", f"VmRSS {_mib(rss)}, VmHWM {_mib(hwm)}", gives, True)
+        return Check("/proc/PID/statm + status", "missing", "no RSS in statm or no VmHWM line "
+                     "in status", "no memory figures at all", True)
+    return Check("/proc/PID/statm + status", "ok", f"RSS {_mib(rss)} (statm), VmHWM "
+                 f"{_mib(hwm)} (status)", gives, True)
 
 
 def check_clear_refs(pid: int) -> Check:

@@ -230,3 +230,4 @@ def test_other_formats(tmp_path, fmt):
     assert result.exit_code == 1
     assert "handshake_ms" in result.output and "20.20 ms" in result.output
     assert ("**regression**" in result.output) == (fmt == "github")
+    assert ("**" in result.output or "`" in result.output) == (fmt == "github")  # no Markdown

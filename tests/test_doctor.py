@@ -35,8 +35,8 @@ def test_this_machine_has_every_capability(recipes):
     hwm = re.fullmatch(r"VmHWM reset: ([\d.]+) MiB -> ([\d.]+) MiB", checks["clear_refs"].found)
     assert checks["clear_refs"].ok and hwm
     assert float(hwm[1]) - float(hwm[2]) >= doctor.TOUCH_MIB * 0.9  # the freed 64 MiB
-    rss, peak = map(float, re.fullmatch(r"VmRSS ([\d.]+) MiB, VmHWM ([\d.]+) MiB",
-                                        checks["/proc/PID/status"].found).groups())
+    rss, peak = map(float, re.fullmatch(r"RSS ([\d.]+) MiB \(statm\), VmHWM ([\d.]+) MiB \(status\)",
+                                        checks["/proc/PID/statm + status"].found).groups())
     assert peak - rss >= doctor.TOUCH_MIB * 0.9
     pss = float(re.fullmatch(r"Pss ([\d.]+) MiB", checks["smaps_rollup (PSS)"].found)[1])
     assert 0 < pss < rss

@@ -193,7 +193,7 @@ def test_a_server_without_the_tool_is_said_plainly(fake):
     assert row.tools["output_schema"] is None and row.tools["structured_content"] is None
 
 
-# the revision matrix (issue 9)
+# the revision matrix
 def _matrix(command):
     protocol, warnings = revisions.derive(revisions.matrix(command, fast(probe_timeout_s=2)))
     return protocol, warnings, {(r["method"], r["requested"]): r for r in protocol["matrix"]}

@@ -33,7 +33,7 @@ NAMES = ("c", *SDKS)
 STRUCTURED = {"c": False, "python": True, "go": False, "java": False, "rust": False,
               "typescript": False}
 HANDSHAKE_ERA = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
-# server/discover's supportedVersions, as probed by hand (issue 9), in the servers' own order
+# server/discover's supportedVersions, as probed by hand, in the servers' own order
 DISCOVER = {"c": [*HANDSHAKE_ERA, "2026-07-28"], "python": ["2026-07-28"],
             "typescript": ["2026-07-28"], "go": ["2026-07-28", *reversed(HANDSHAKE_ERA)],
             "rust": [*HANDSHAKE_ERA, "2026-07-28"], "java": None}

@@ -1,4 +1,4 @@
-"""Tables and exports of results files: synthetic files in the results schema (interface.md)."""
+"""Tables and exports of results files: synthetic files in the results schema (design.md, "Results file")."""
 
 import copy
 import csv

@@ -188,6 +188,7 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
     only, and the regressions."""
     from tabulate import tabulate
 
+    markdown = tablefmt in ("github", "pipe")
     alpha, threshold = comparison.alpha, comparison.threshold_pct
     sizes = sorted({(r.n_old, r.n_new) for r in comparison.rows if r.p is not None})
     reach = "; ".join(
@@ -195,7 +196,8 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
         + ("" if smallest_p(a, b) <= alpha else " (too few runs: cannot reach alpha)")
         for a, b in sizes) or "no series with samples on both sides"
     lines = [
-        f"**mcpstart compare**: OLD `{old_name}`, NEW `{new_name}`",
+        (f"**mcpstart compare**: OLD `{old_name}`, NEW `{new_name}`" if markdown
+         else f"mcpstart compare: OLD {old_name}, NEW {new_name}"),
         "",
         f"Exact one-sided Mann-Whitney U test that NEW is slower, alpha {alpha:g}; a "
         f"regression is p <= alpha with a median more than {threshold:g}% above OLD's, or a "
@@ -206,7 +208,7 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
               "-" if r.ratio is None else f"{r.ratio:.3f}",
               "-" if r.u is None else r.u,
               "-" if r.p is None else f"{r.p:.3g}",
-              f"**{r.verdict}**" if r.regression and tablefmt == "github" else r.verdict]
+              f"**{r.verdict}**" if r.regression and markdown else r.verdict]
              for r in comparison.rows]
     headers = ["server", "metric", "old", "new", "new/old", "U", "p", "verdict"]
     lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)
