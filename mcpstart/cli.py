@@ -1,25 +1,23 @@
 """Command line: option declarations, their validation and the exit status; the work is the
-library's (engine.py, views/). Exit status: 0 every server measured or skipped, 1 a server
-failed (compare: a regression; doctor: something a default run needs is missing), 2 usage or
-input error, 128+N stopped by signal N."""
+library's (engine.py, views/). Exit status: 0 all measured or skipped, 1 a server failed
+(compare: a regression), 2 bad input, 128+N stopped by signal N."""
 
 from __future__ import annotations
 
 import math
 import random
 import sys
-from contextlib import contextmanager
-from dataclasses import replace
 from importlib import import_module
 from pathlib import Path
 
 import click
 
 from . import __version__, defaults
+from .views.progress import Display, emit as _progress
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
-SHAPES = {"json": "hyperfine's JSON shape (seconds)", "csv": "hyperfine's CSV (seconds)",
+SHAPES = {"json": "hyperfine's JSON (s)", "csv": "hyperfine's CSV (s)",
           "markdown": "hyperfine's Markdown table"}
 
 
@@ -44,27 +42,8 @@ class _Main(click.Group):
             return super().invoke(ctx)
 
 
-def _progress(step) -> None:
-    """A Step or message through the command's display (stderr)."""
-    ctx = click.get_current_context(silent=True)
-    display = ctx.meta.get("mcpstart.display") if ctx else None
-    if display is None:
-        click.echo(f"mcpstart: {getattr(step, 'text', step)}", err=True)
-    else:
-        display(step)
-
-
-@contextmanager
-def _display(quiet: bool):
-    from .views.progress import Display
-
-    with Display(quiet=quiet) as display:
-        click.get_current_context().meta["mcpstart.display"] = display
-        yield display
-
-
 def _lib(where: str, *args):
-    """A validator: the library's ``module:function`` (imported when used) on the value."""
+    """The library's ``module:function`` (imported when used), called on a value."""
     module, function = where.split(":")
     return lambda value: getattr(import_module(module, __package__), function)(value, *args)
 
@@ -77,15 +56,9 @@ def _finite(unit: str = ""):
     return check
 
 
-def _nonblank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("is empty")
-    return value
-
-
 def opt(*names, check=None, **kw):
-    """click.option; ``check(value)`` validates (its ValueError is a usage error naming the
-    option; None passes); a default is shown."""
+    """click.option; ``check(value)`` validates it (a ValueError is a usage error naming the
+    option); a default is shown."""
     def callback(ctx, param, value):
         try:
             return value if value is None or check is None else check(value)
@@ -105,36 +78,33 @@ def apply(*decorators):
 
 SECONDS, FINITE_S = click.FloatRange(min=0, min_open=True), _finite(" of seconds")
 recipes_opt = opt("--recipes", "recipes_dir", type=click.Path(file_okay=False),
-                  help="Folder of build recipes (<name>.toml). Default: ./build-recipes, "
-                       "else the packaged copy.")
+                  help="Folder of build recipes (default: ./build-recipes, else the packaged).")
 cache_opt = opt("--cache-dir", type=click.Path(file_okay=False),
-                help="Where builds go. Default: $MCPSTART_CACHE_DIR, else ~/.cache/mcpstart.")
+                help="Where builds go (default: $MCPSTART_CACHE_DIR, else ~/.cache/mcpstart).")
 require_all_opt = opt("--require-all", is_flag=True,
                       help="A server skipped for a missing toolchain counts as failed (CI).")
-quiet_opt = opt("--quiet", "-q", is_flag=True,
-                help="No progress on stderr (errors still show); NO_COLOR turns colours off.")
-tablefmt_opt = opt("--format", "tablefmt", default="github", check=_lib(".views.table:check_format"),
+quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
+tablefmt_opt = opt("--format", "tablefmt", default="github",
+                   check=_lib(".views.table:check_format"),
                    help="Any tabulate format: github (Markdown), plain, simple, grid, ...")
 fmt_opt = opt("--format", "fmt", default="github",
               check=_lib(".views.table:check_format", ("csv", "json")),
-              help="A tabulate format, or csv / json: long form, one {server, file, metric, "
-                   "value, unit} record per value.")
-env_opt = opt("--env", multiple=True, metavar="KEY=VALUE", check=_lib(".command:env_pairs"),
-              help="Set a variable for every server (never shown or stored); repeatable.")
+              help="A tabulate format, or csv / json: one {server, file, metric, value, unit} "
+                   "record per value.")
 output_check = _lib(".results:output_path")
 targets_opts = apply(
     opt("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
         help="Measure this command (split like a shell, run without one); repeatable."),
     opt("--config", "configs", multiple=True, type=click.Path(dir_okay=False),
         help="Every stdio server of an editor's MCP config; repeatable."),
-    opt("--client", type=click.Choice(CLIENTS), help="The config's client, if its file "
-                                                     "name and content do not tell."),
-    opt("--cwd", type=click.Path(file_okay=False),
-        help="Working directory of the servers given by -- and --server."), env_opt)
+    opt("--client", type=click.Choice(CLIENTS), help="The config's client, if not told."),
+    opt("--cwd", type=click.Path(file_okay=False), help="Working directory of -- and --server."),
+    opt("--env", multiple=True, metavar="KEY=VALUE", check=_lib(".command:env_pairs"),
+        help="Set a variable for every server (never shown or stored); repeatable."))
 export_opts = apply(*(opt(f"--export-{name}", type=click.Path(dir_okay=False, allow_dash=True),
                           metavar="FILE", check=_lib(".views.exports:check_target"),
-                          help=f"Also write the cold-start series as {shape} (- : to stdout, "
-                               "in place of the table).") for name, shape in SHAPES.items()))
+                          help=f"Also write the cold-start series as {shape} (-: stdout, in "
+                               "place of the table).") for name, shape in SHAPES.items()))
 
 
 def _exports(kw: dict):
@@ -146,61 +116,42 @@ def _exports(kw: dict):
         raise click.UsageError(str(err)) from err
 
 
-def _plan(command, kw: dict, only, name=None, floor=False):
-    from .targets.plan import PlanError, make_plan
-    from .targets.recipes import find_recipe_folder
-
-    def recipe_folder():
-        folder, which = find_recipe_folder(kw["recipes_dir"])
-        _progress(which)
-        return folder
-
-    try:
-        return make_plan(command, kw["server_specs"], kw["configs"], kw["client"], name,
-                         kw["cwd"], only, floor, recipe_folder)
-    except PlanError as err:
-        raise InputError(str(err)) from err
-
-
-def _run(work: str, plan, settings, display, **kw):
-    """``engine.<work>`` of a Job; its JobError is bad input, its write error one too."""
+def _run(work: str, command, kw: dict, display, *plan, **settings):
+    """``engine.<work>`` of the job the options name (Settings fields by name, and
+    ``settings``); bad input exits 2."""
     from . import engine
+    from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
 
-    job = engine.Job(plan, settings, redact_argv(click.get_current_context().meta["mcpstart.argv"]),
-                     subreaper=True, progress=_progress, **kw)
-    display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
+    argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
     try:
-        outcome = getattr(engine, work)(job)
+        job = engine.job_for(command, kw, Settings.from_options(BASE, kw, **settings), argv,
+                             _progress, *plan)
+        display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
+        return getattr(engine, work)(job)
     except engine.JobError as err:
         raise InputError(str(err)) from err
-    return outcome, job.output
 
 
-def _written(outcome, output) -> None:
-    if outcome.write_error:
-        err = outcome.write_error
-        raise InputError(f"cannot write the results file {err.filename or output}: "
-                         f"{err.strerror or err}")
-    if output is not None:
-        _progress(f"results written to {output} and {output.with_suffix('.toml')}")
+def _written(outcome) -> None:
+    try:
+        said = outcome.written()
+    except ValueError as err:
+        raise InputError(str(err)) from err
+    if said:
+        _progress(said)
 
 
 def _show(loaded: list, fmt: str, exports, labels=None, metrics=(), transpose=False) -> None:
-    """Write the --export-* files, then print the table (or long-form records), unless an
-    export goes to stdout in its place."""
-    from .views.exports import LONG_FORMATS, exporter
-    from .views.table import UnknownMetric, table
+    from .views.exports import present
+    from .views.table import UnknownMetric
 
     try:
-        text = (exporter(LONG_FORMATS[fmt]).render(loaded, labels, metrics) if fmt in LONG_FORMATS
-                else table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose) + "\n")
-        exports.write(loaded, labels)
+        click.echo(present(loaded, fmt, exports, labels, metrics, transpose), nl=False)
     except UnknownMetric as err:
         raise click.BadParameter(str(err), param_hint="'--metrics'") from err
     except OSError as err:
         raise InputError(f"cannot write {err.filename}: {err.strerror or err}") from err
-    click.echo(exports.stdout(loaded, labels) or text, nl=False)
 
 
 def _load(paths, reader: str) -> list:
@@ -217,18 +168,14 @@ def _load(paths, reader: str) -> list:
 Typical use, in any folder (the reference recipes ship with mcpstart):
   mcpstart doctor                          # what this machine gives mcpstart
   mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
-  mcpstart report mcpstart-results.json    # the table again, from the results file
-  mcpstart build --rebuild python          # rebuild one server""")
+  mcpstart report mcpstart-results.json    # the table again, from the results file""")
 @click.version_option(__version__, prog_name="mcpstart")
 def main() -> None:
-    """Profile MCP servers over the stdio transport.
-
-    mcpstart builds the reference `reverse_text` server with each official SDK and in C
-    (the floor), or takes any server you name (-- COMMAND, --server, an editor's --config),
-    spawns each over stdio and measures cold start (spawn to initialize answer, and its
-    phases), memory of the whole process tree idle and under a large tool call, warm round
-    trips, footprint, the protocol revisions it speaks and an editor's startup budget.
-    """
+    """Profile MCP servers over the stdio transport: the reference `reverse_text` server of
+    each official SDK and a C floor, or any server you name (-- COMMAND, --server, an
+    editor's --config). Cold start to the initialize answer and its phases, memory of the
+    process tree idle and under a large tool call, warm round trips, footprint, protocol
+    revisions and an editor's startup budget."""
 
 
 @main.command(short_help="Build the reference servers (cached; only what changed).",
@@ -238,31 +185,25 @@ def main() -> None:
        recipes_opt, cache_opt, require_all_opt, quiet_opt)
 def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
     """Build the reference servers NAMES (default: every recipe), cached under a hash of
-    the recipe, its sources and its toolchain versions (nothing changed: no work). A missing
-    toolchain skips a server; a failed build prints its log's tail; the others go on.
+    the recipe, its sources and toolchains. A missing toolchain skips a server; a failed
+    build prints its log's tail. Exit status: 0 built, up to date or skipped; 1 a build
+    failed (or, with --require-all, a server was skipped); 2 bad input."""
+    from .engine import JobError, build as build_all
+    from .targets.build import report_line
 
-    \b
-    Exit status: 0 every server built, up to date or skipped; 1 a build failed (or, with
-    --require-all, a server was skipped); 2 bad input.
-    """
-    from .engine import JobError, cache_folder
-    from .targets.build import ensure_built, report_line
-    from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
+    failed = []
 
-    failed = False
-    with _display(quiet) as display:
+    def built(item) -> None:
+        display.close()  # the line below goes to stdout: no live line in its way
+        click.echo(report_line(item))
+        failed.append(item.status == "failed" or (item.status == "skipped" and require_all))
+
+    with Display(quiet=quiet) as display:
         try:
-            folder, which = find_recipe_folder(recipes_dir)
-            _progress(which)
-            recipes, cache = load_recipes(folder, list(names) or None), cache_folder(cache_dir)
-        except (RecipeError, JobError) as err:
+            build_all(list(names), recipes_dir, cache_dir, rebuild, _progress, built)
+        except JobError as err:
             raise InputError(str(err)) from err
-        for recipe in recipes:
-            item = ensure_built(recipe, cache, rebuild, _progress)
-            display.close()  # the line below goes to stdout: no live line in its way
-            click.echo(report_line(item))
-            failed |= item.status == "failed" or (item.status == "skipped" and require_all)
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if any(failed) else 0)
 
 
 @main.command(short_help="Build what is stale, measure each server, print a table.",
@@ -270,127 +211,97 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
               epilog="\b\nExamples:\n"
                      "  mcpstart measure --runs 6 > table.md       # the reference servers\n"
                      "  mcpstart measure -- npx -y @modelcontextprotocol/server-memory\n"
-                     "  mcpstart measure --server time='uvx mcp-server-time' --floor\n"
                      "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60")
 @apply(
-    opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000),
-        help="Counted cold starts per server."),
-    opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000),
-        help="Warm-up cold starts per server (recorded, left out of the statistics)."),
+    opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000), help="Counted runs."),
+    opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000), help="Warm-ups."),
     opt("--only", multiple=True, metavar="NAME", help="Measure only this server; repeatable."),
     opt("--output", "-o", default=defaults.OUTPUT, type=click.Path(dir_okay=False),
         check=output_check, help="Results file (JSON); its TOML copy is written beside it."),
-    opt("--timeout", default=defaults.TIMEOUT_S, type=SECONDS, check=FINITE_S,
-        help="Seconds each wait for a server may take."),
-    opt("--protocol-version", default=defaults.REVISION, check=_nonblank,
+    opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS, check=FINITE_S),
+    opt("--protocol-version", "requested_revision", default=defaults.REVISION,
+        check=_lib(".wire:revision"),
         help="Revision asked for in initialize (the table shows what was negotiated)."),
-    opt("--payload-bytes", default=defaults.PAYLOAD_BYTES, type=click.IntRange(1, 128 << 20),
-        help="Size of the large tool call's payload text (at most 128 MiB)."),
-    opt("--call", "call_tool", metavar="TOOL",
-        help="Tool to call under load (default: reverse_text where the server has it)."),
+    opt("--payload-bytes", default=defaults.PAYLOAD_BYTES, type=click.IntRange(1, 128 << 20)),
+    opt("--call", "call_tool", metavar="TOOL", help="Tool to call (default: reverse_text)."),
     opt("--args", "call_args", metavar="JSON", help='Arguments of --call; "{payload}" in a '
                                                     'string value becomes the payload text.'),
     targets_opts, opt("--name", help="Name of the server given after --."),
-    opt("--floor", is_flag=True, help="Also measure the C floor server (the least any "
-                                      "server can score)."),
+    opt("--floor", is_flag=True, help="Also measure the C floor server (the least possible)."),
     opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S,
-        help="Idle pause before every timed spawn, after the previous run is reaped."),
+        help="Idle pause before every timed spawn."),
     opt("--order", type=click.Choice(["interleave", "sequential"]),
         help="Rounds of one run per server, shuffled (default for several), or one "
              "server's series after another."),
     opt("--seed", type=click.IntRange(min=0), help="Seed of the shuffle (default: random)."),
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: the server's files leave the page cache before every cold start."),
-    opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000),
-        help="Small calls on one warm session (0: none)."),
-    opt("--probe-timeout", default=defaults.PROBE_TIMEOUT_S, type=SECONDS, check=FINITE_S,
-        help="Seconds each revision-matrix probe may take."),
+    opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
+    opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
+        check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
         help="Startup limits for an all-at-once start (default for several named: 10,30,60)."),
-    opt("--rebuild", is_flag=True, help="Rebuild the servers before measuring."),
-    recipes_opt, cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
+    opt("--rebuild", is_flag=True, help="Rebuild the servers first."), recipes_opt,
+    cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def measure(command, quiet, fmt, **kw) -> None:
-    """Measure the reference set (every recipe, built first when stale), or the servers
-    named by -- COMMAND, --server and --config: per server, WARMUP + RUNS cold starts in
-    rounds (with the phases first byte, tools/list, first tool call), the revision matrix,
-    the 2026-07-28 cold starts where spoken, then one session: tools, idle memory once it
-    settles, warm round trips, a large tool call (round trip, peak memory), the spec's
-    shutdown. Servers named together also start all at once, judged against --budget.
-    The table goes to stdout, progress to stderr, every raw sample to the results file
-    (rewritten after every round and server).
+    """Measure the reference set (built first when stale), or the servers of -- COMMAND,
+    --server and --config: WARMUP + RUNS cold starts each, in rounds, with their phases;
+    the revision matrix; the 2026-07-28 cold starts; one session (tools, settled idle
+    memory, warm round trips, a large call's round trip and peak memory, the spec's
+    shutdown); servers named together also start at once (--budget). The table goes to
+    stdout, progress to stderr, every raw sample to the results file.
 
     \b
     Exit status: 0 all measured or skipped; 1 a server failed (the table says why);
     2 bad input; 128+N stopped by signal N (what was measured stays in the results file).
     """
-    from .measure import settings as base
     from .results import Results
     from .wire import ToolCall
 
-    exports = _exports(kw)
+    kw["exports"] = exports = _exports(kw)
     try:
         call = ToolCall.parse(kw["call_tool"], kw["call_args"])
     except ValueError as err:
         raise click.UsageError(str(err)) from err
-    settings = replace(
-        base.BASE, runs=kw["runs"], warmup=kw["warmup"], timeout_s=kw["timeout"], env=kw["env"],
-        seed=kw["seed"] if kw["seed"] is not None else random.randrange(2**32),
-        payload_bytes=kw["payload_bytes"], requested_revision=kw["protocol_version"],
-        pause_ms=kw["pause_ms"], order=kw["order"], call=call, cache_state=kw["cache_state"],
-        round_trips=kw["round_trips"], probe_timeout_s=kw["probe_timeout"])
-    with _display(quiet) as display:
-        plan = _plan(command, kw, kw["only"], kw["name"], kw["floor"])
-        outcome, output = _run("measure", plan, settings, display, output=kw["output"],
-                               exports=exports, budget=kw["budget"], rebuild=kw["rebuild"],
-                               require_all=kw["require_all"], cache_dir=kw["cache_dir"])
+    seed = kw["seed"] if kw["seed"] is not None else random.randrange(2**32)
+    with Display(quiet=quiet) as display:
+        outcome = _run("measure", command, kw, display, kw["only"], kw["name"], kw["floor"],
+                       call=call, seed=seed)
         shown = outcome.results.to_dict()  # secrets masked
         display.outcomes(shown["servers"])
         _show([Results.from_dict(shown)], fmt, exports)
-    _written(outcome, output)
+        _written(outcome)
     sys.exit(1 if outcome.failed else 0)
 
 
 @main.command(short_help="Which protocol revisions each server speaks (the revision matrix).",
-              epilog="\b\nExamples:\n"
-                     "  mcpstart revisions                      # the reference servers\n"
-                     "  mcpstart revisions --server mem='npx -y @modelcontextprotocol/"
-                     "server-memory'\n"
-                     "  mcpstart revisions --config .vscode/mcp.json -o matrix.json")
+              epilog="\b\nExamples:\n  mcpstart revisions --config .vscode/mcp.json -o m.json\n"
+                     "  mcpstart revisions -- npx -y @modelcontextprotocol/server-memory")
 @click.argument("names", nargs=-1)
 @apply(targets_opts,
-       opt("--probe-timeout", default=defaults.PROBE_TIMEOUT_S, type=SECONDS, check=FINITE_S,
-           help="Seconds each probe may take before it counts as no answer."),
-       opt("--timeout", default=defaults.TIMEOUT_S, type=SECONDS, check=FINITE_S,
+       opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
+           check=FINITE_S, help="Seconds each probe may take before it counts as no answer."),
+       opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS, check=FINITE_S,
            help="Seconds the first, unprobed start may take (a first npx/uvx download)."),
        opt("--output", "-o", type=click.Path(dir_okay=False), check=output_check,
            help="Also write a results file (JSON, with its TOML copy)."),
        recipes_opt, cache_opt, tablefmt_opt, quiet_opt)
-def revisions(names, probe_timeout, timeout, output, tablefmt, quiet, **kw) -> None:
-    """Probe each server NAMES (recipes, --server or --config entries; default: all), or
-    the one after -- COMMAND, each probe in a fresh process: server/discover in the
-    2026-07-28 envelope, and initialize asking each handshake-era revision and an unknown
-    future one. Prints the matrix: outcome (answered, error, exited, no_answer), what was
-    answered, the error's code, message and data verbatim, the time to the outcome.
-
-    \b
-    Exit status: 0 every server was probed (whatever it answered); 1 a server could not
-    be spawned or built; 2 bad input.
-    """
-    from .measure import settings as base
+def revisions(names, tablefmt, quiet, **kw) -> None:
+    """Probe each server NAMES (default: all), or the one after -- COMMAND, in a fresh
+    process per probe: server/discover (2026-07-28), and initialize asking each revision and
+    an unknown one. Prints each outcome, the answer or the error verbatim, and its time.
+    Exit status: 0 all probed; 1 one could not be spawned or built; 2 bad input."""
     from .results import Results
     from .views.revisions import matrix_table
 
     command = ()
     if "--" in click.get_current_context().meta["mcpstart.argv"]:  # revisions -- COMMAND
         command, names = names, ()
-    settings = replace(base.BASE, env=kw["env"], probe_timeout_s=probe_timeout,
-                       timeout_s=timeout)
-    with _display(quiet) as display:
-        outcome, _ = _run("revisions", _plan(command, kw, names), settings, display,
-                          output=output, cache_dir=kw["cache_dir"])
+    with Display(quiet=quiet) as display:
+        outcome = _run("revisions", command, kw, display, names)
     click.echo(matrix_table(Results.from_dict(outcome.results.to_dict()), tablefmt))
-    _written(outcome, output)
+    _written(outcome)
     sys.exit(1 if outcome.failed else 0)
 
 
@@ -420,8 +331,7 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
 
 @main.command(short_help="Compare two results files; exit 1 on a regression (a CI gate).",
               epilog="\b\nExample, in CI (the table is Markdown for a pull-request comment):\n"
-                     "  mcpstart compare main-results.json mcpstart-results.json "
-                     "--threshold 10 > comment.md")
+                     "  mcpstart compare main-results.json mcpstart-results.json > comment.md")
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", type=click.Path(dir_okay=False))
 @apply(opt("--threshold", default=10.0, type=click.FloatRange(min=0), check=_finite(),
@@ -430,14 +340,13 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
            help="Significance level of the exact one-sided Mann-Whitney U test."),
        tablefmt_opt)
 def compare(old, new, threshold, alpha, tablefmt) -> None:
-    """Compare results file NEW with OLD, server by server: each series with raw samples
-    (cold start, phases, modern-era, round trips) gets both medians, their ratio and an
+    """Compare NEW with OLD, server by server: each series' medians, their ratio and an
     exact one-sided Mann-Whitney U test that NEW is slower ("too few runs" where it cannot
-    reach alpha: 3 vs 3 runs gives p >= 0.05); memory and footprint compare by ratio only.
+    reach alpha); memory and footprint by ratio.
 
     \b
-    Exit status: 1 a regression (p <= ALPHA and NEW's median more than THRESHOLD percent
-    above OLD's, or a server ok in OLD failed in NEW); 0 none; 2 bad input.
+    Exit status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's,
+    or a server ok in OLD failed in NEW); 0 none; 2 bad input.
     """
     from .views.compare import compare as compare_results, render
 
@@ -448,25 +357,22 @@ def compare(old, new, threshold, alpha, tablefmt) -> None:
 
 
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",
-              epilog="""\b
-Example: the cold start of every server as an SVG for a README:
-  mcpstart plot mcpstart-results.json -o cold-start.svg --kind cold-start""")
+              epilog="\b\nExample:\n  mcpstart plot mcpstart-results.json -o cold.svg "
+                     "--kind cold-start")
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
-           help="Image to write; .png or .svg chooses the type."),
+           check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
        opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline"]),
            help="One chart. Default: a panel per chart the file can fill."))
 def plot(results_file, output, kind) -> None:
     """Draw charts of a results file: cold start per server (median, min to max, the floor
-    as a line), memory (idle per process, peak under the large call), footprint, and the
-    timeline of an all-at-once start."""
-    from .views.plot import SUFFIXES, figure, save
+    as a line), memory (idle per process, peak), footprint, an all-at-once start's
+    timeline."""
+    from .views.plot import figure, save
 
-    if Path(output).suffix.lower() not in SUFFIXES:
-        raise click.BadParameter(f"{output!r} must end in {' or '.join(SUFFIXES)}",
-                                 param_hint="'--output'")
+    loaded = _load([results_file], "plot")[0]
     try:
-        save(figure(_load([results_file], "plot")[0], kind), Path(output))
+        save(figure(loaded, kind), Path(output))
     except ValueError as err:
         raise InputError(str(err)) from err
     except OSError as err:
@@ -480,15 +386,9 @@ def plot(results_file, output, kind) -> None:
 @apply(recipes_opt, opt("--require-all", is_flag=True, help="Count every toolchain as needed."),
        tablefmt_opt)
 def doctor(recipes_dir, require_all, tablefmt) -> None:
-    """Which toolchains and versions the recipes find, whether clear_refs, PSS, the child
-    subreaper and pidfds work (each probed on a real child), the load against the cores,
-    and what each missing piece means for the figures.
-
-    \b
-    Exit status: 0 a default run has what it needs (some figures may be degraded); 1
-    something it needs is missing (pidfds, /proc memory files, or every toolchain of some
-    server; with --require-all: any toolchain).
-    """
+    """Which toolchains the recipes find, whether clear_refs, PSS, the child subreaper and
+    pidfds work (each probed on a child), the load, and what each gap means for the figures.
+    Exit status: 0 a default run has what it needs; 1 something it needs is missing."""
     from .doctor import render, run_checks, verdict
 
     checks = run_checks(recipes_dir, require_all)

@@ -28,8 +28,9 @@ from .results import Results
 from .interrupts import exit_on_signals
 from .stdio.session import shutdown_all
 from .stdio.tree import child_subreaper
-from .targets.build import cache_root
-from .targets.plan import Plan
+from .targets.build import cache_root, ensure_built
+from .targets.plan import Plan, PlanError, make_plan
+from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
 from .views.exports import ExportManager
 
 
@@ -84,10 +85,52 @@ class Outcome:
     results: Results
     write_error: OSError | None = None
 
+    output: Path | None = None
+
+    def written(self) -> str | None:
+        """What to say of the results file once the job is done (None: no file was asked).
+
+        Raises:
+            JobError: the last rewrite of the results file (or an export) failed.
+        """
+        err = self.write_error
+        if err is not None:
+            raise JobError(f"cannot write the results file {err.filename or self.output}: "
+                           f"{err.strerror or err}")
+        return None if self.output is None else f"results written to {self.output} and {self.output.with_suffix('.toml')}"
+
     @property
     def failed(self) -> bool:
         """True when a server failed (exit status 1)."""
         return any(s.status == "failed" for s in self.results.servers)
+
+
+JOB_OPTIONS = ("output", "exports", "budget", "rebuild", "require_all", "cache_dir")
+"""The Job fields a command's options may set by name."""
+
+
+def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: list[str],
+            progress: Progress, only=(), name: str | None = None, floor: bool = False) -> Job:
+    """The Job a command's parsed ``options`` describe: the plan of ``-- COMMAND`` and the
+    ``server_specs``, ``configs``, ``client``, ``cwd`` and ``recipes_dir`` options (the recipe
+    folder said through ``progress``), every JOB_OPTIONS field ``options`` names, and the
+    child subreaper on, as the CLI runs.
+
+    Raises:
+        JobError: the options name no measurable set of servers (targets.plan.PlanError).
+    """
+    def recipe_folder() -> Path:
+        folder, which = find_recipe_folder(options["recipes_dir"])
+        progress(which)
+        return folder
+
+    try:
+        plan = make_plan(command, options["server_specs"], options["configs"],
+                         options["client"], name, options["cwd"], only, floor, recipe_folder)
+    except PlanError as err:
+        raise JobError(str(err)) from err
+    return Job(plan, settings, argv, subreaper=True, progress=progress,
+               **{k: options[k] for k in JOB_OPTIONS if k in options})
 
 
 def cache_folder(option: str | None) -> Path:
@@ -152,7 +195,7 @@ def measure(job: Job) -> Outcome:
         results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
                               rewrite, budget)
     results.secrets = secrets
-    return Outcome(results, error[0] if error else None)
+    return Outcome(results, error[0] if error else None, job.output)
 
 
 def revisions(job: Job) -> Outcome:
@@ -171,7 +214,7 @@ def revisions(job: Job) -> Outcome:
     if job.output is not None:
         rewrite(results)
     results.secrets = secrets
-    return Outcome(results, error[0] if error else None)
+    return Outcome(results, error[0] if error else None, job.output)
 
 
 @contextmanager
@@ -189,3 +232,22 @@ def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
             raise
         finally:
             shutdown_all()
+
+
+def build(names: list[str], recipes_dir: str | None, cache_dir: str | None, rebuild: bool,
+          progress: Progress, on_built: Callable) -> None:
+    """Build the recipes ``names`` (all of them when empty) from ``recipes_dir`` (or the
+    default folder, said through ``progress``), calling ``on_built(build)`` after each.
+
+    Raises:
+        JobError: the recipe folder, a recipe or the cache folder cannot be used.
+    """
+    try:
+        folder, which = find_recipe_folder(recipes_dir)
+        progress(which)
+        recipes = load_recipes(folder, names or None)
+    except RecipeError as err:
+        raise JobError(str(err)) from err
+    cache = cache_folder(cache_dir)
+    for recipe in recipes:
+        on_built(ensure_built(recipe, cache, rebuild, progress))

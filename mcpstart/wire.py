@@ -24,6 +24,14 @@ UNICODE_CHECK = "mcp e\u0301t\u00e9 \U0001F600 \u6f22\u5b57!"
 reversal is by code points: Python's ``s[::-1]``."""
 
 
+def revision(value: str) -> str:
+    """A protocol revision to ask for: any non-blank string (a server answers what it
+    speaks). Raises ValueError for a blank one."""
+    if not value.strip():
+        raise ValueError("is empty")
+    return value
+
+
 def client_info() -> dict:
     """``{name, version}`` mcpstart gives as its clientInfo."""
     return {"name": "mcpstart", "version": __version__}

@@ -5,7 +5,7 @@ diagnosis wait, shutdown grace, sampler intervals), all recorded in the results 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 
 from .. import defaults
 from ..command import Command
@@ -62,6 +62,13 @@ class Settings:
     sampling: Sampling = Sampling()
     spawner: Callable[[Command], Transport] = field(default=StdioTransport, compare=False,
                                                       repr=False)
+
+    @classmethod
+    def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
+        """``base`` with every field that ``options`` (a command's parsed options) names by its
+        field name, and ``more``; other keys of ``options`` are left alone."""
+        names = {f.name for f in fields(cls)}
+        return replace(base, **{**{k: v for k, v in options.items() if k in names}, **more})
 
     def record(self, order: str) -> dict:
         """The results file's ``settings`` block (``order`` as resolved for the run)."""

@@ -266,6 +266,17 @@ def figure(results, kind: str | None = None):
     return fig
 
 
+def image_path(value: str) -> str:
+    """``value`` when it ends in .png or .svg (any case).
+
+    Raises:
+        ValueError: another suffix.
+    """
+    if Path(value).suffix.lower() not in SUFFIXES:
+        raise ValueError(f"{value!r} must end in {' or '.join(SUFFIXES)}")
+    return value
+
+
 def save(fig, path: Path) -> None:
     """Write ``fig`` to ``path`` as PNG or SVG, chosen by the suffix.
 

@@ -185,10 +185,13 @@ class Display:
             self._clear()
 
     def __enter__(self) -> "Display":
+        _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
 
     # ---- drawing --------------------------------------------------------------------------
     def _stop_spinner(self) -> None:
@@ -261,3 +264,16 @@ class Display:
         self._write("\r" + "".join(self._style(t, c) for t, c in shown if t)
                     + " " * max(self._drawn - visible, 0))
         self._drawn = visible
+
+
+_ACTIVE: list[Display] = []
+"""The displays open as context managers, innermost last."""
+
+
+def emit(step) -> None:
+    """Show a Step (or a plain message) on the innermost open Display, else as a plain line
+    ``mcpstart: <text>`` on stderr (a command's own messages after its display closed)."""
+    if _ACTIVE:
+        _ACTIVE[-1](step)
+    else:
+        print(f"{PREFIX}{getattr(step, 'text', step)}", file=sys.stderr)

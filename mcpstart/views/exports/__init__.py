@@ -72,3 +72,21 @@ class ExportManager:
             if target == "-":
                 return exporter(EXPORTS[name]).render(results_list, labels)
         return None
+
+
+def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics=(),
+            transpose: bool = False) -> str:
+    """What ``report`` and ``measure`` print: the --export-* files written, then the text for
+    stdout: the export that goes to ``-``, else the table (any tabulate ``fmt``) or the
+    long-form records (``fmt`` csv or json).
+
+    Raises:
+        views.table.UnknownMetric: a ``metrics`` path names no row.
+        OSError: an export file cannot be written.
+    """
+    from ..table import table
+
+    text = (exporter(LONG_FORMATS[fmt]).render(loaded, labels, metrics) if fmt in LONG_FORMATS
+            else table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose) + "\n")
+    exports.write(loaded, labels)
+    return exports.stdout(loaded, labels) or text
