@@ -70,7 +70,7 @@ def test_installed_wheel_finds_its_recipes_from_any_folder(wheel, tmp_path):
     elsewhere.mkdir()
     probe = ("from mcpstart.targets.recipes import find_recipe_folder, load_recipes\n"
              "folder, why = find_recipe_folder(None)\n"
-             "recipes = load_recipes(folder)\n"
+             "recipes = load_recipes(folder, transport=None)\n"
              "print(folder); print(why)\n"
              "for r in recipes: print(r.name, r.source_dir)\n")
     done = subprocess.run([sys.executable, "-S", "-c", probe], cwd=elsewhere, text=True,
