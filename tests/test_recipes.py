@@ -202,6 +202,20 @@ def test_reference_recipes_are_valid():
     assert loaded["typescript"].dependencies["method"] == "npm-installed"
 
 
+def test_reference_http_recipes_are_built_by_name_only():
+    folder = Path(__file__).parent.parent / "build-recipes"
+    assert [r.name for r in load_recipes(folder)] == ["c", "go", "python", "rust", "typescript"]
+    http = load_recipes(folder, transport="http")
+    assert [r.name for r in http] == ["c-http", "go-http", "python-http", "rust-http",
+                                      "typescript-http"]
+    for recipe in http:
+        stdio = load_recipe(folder / f"{recipe.name.removesuffix('-http')}.toml")
+        assert recipe.run_argv[-2:] == ["--port", "{port}"]
+        assert recipe.source_dir.name == recipe.name and recipe.tool_file == stdio.tool_file
+        assert (recipe.sdk, recipe.sdk_version, recipe.dependencies["method"]) == \
+            (stdio.sdk, stdio.sdk_version, stdio.dependencies["method"])
+
+
 def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):
     mine = tmp_path / "mine"
     mine.mkdir()
