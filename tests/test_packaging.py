@@ -79,5 +79,5 @@ def test_installed_wheel_finds_its_recipes_from_any_folder(wheel, tmp_path):
     folder, why, *rows = done.stdout.splitlines()
     assert folder == str(site / REFERENCE / "build-recipes")
     assert "the reference recipes installed with mcpstart" in why
-    names = sorted(Path(p).stem for p in tracked("build-recipes"))
+    names = [Path(p).stem for p in sorted(tracked("build-recipes"))]  # in file-name order
     assert rows == [f"{name} {site / REFERENCE / 'servers' / name}" for name in names]
