@@ -72,7 +72,7 @@ def test_installed_wheel_finds_its_recipes_from_any_folder(wheel, tmp_path):
     elsewhere.mkdir()
     probe = ("from mcpstart.targets.recipes import find_recipe_folder, load_recipes\n"
              "folder, why = find_recipe_folder(None)\n"
-             "recipes = load_recipes(folder)\n"
+             "recipes = load_recipes(folder, transport=None)\n"
              "print(folder); print(why)\n"
              "for r in recipes: print(r.name, r.source_dir)\n")
     done = subprocess.run([sys.executable, "-S", "-c", probe], cwd=elsewhere, text=True,
@@ -81,5 +81,5 @@ def test_installed_wheel_finds_its_recipes_from_any_folder(wheel, tmp_path):
     folder, why, *rows = done.stdout.splitlines()
     assert folder == str(site / REFERENCE / "build-recipes")
     assert "the reference recipes installed with mcpstart" in why
-    names = sorted(Path(p).stem for p in tracked("build-recipes"))
+    names = [Path(p).stem for p in sorted(tracked("build-recipes"))]  # in file-name order
     assert rows == [f"{name} {site / REFERENCE / 'servers' / name}" for name in names]

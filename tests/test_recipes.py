@@ -63,7 +63,7 @@ def test_every_problem_is_reported_in_one_message(tmp_path):
     assert lines[0] == f"{path}: 10 problems:"
     assert [line.strip() for line in lines[1:]] == [
         "field 'sdk_verison' is not a recipe field here (known: language, sdk, sdk_version, "
-        "source, sources, tool_file, toolchains, build, run, artifact, dependencies)",
+        "source, sources, tool_file, toolchains, transport, build, run, artifact, dependencies)",
         "field 'language' is empty",
         "field 'sdk' must be a string, not int",
         "field 'tool_file' needs 'source', the folder it is in",
@@ -117,6 +117,10 @@ def _set(path: str, value):
     (_set("toolchains.0.name", None), "field 'toolchains[0].name' is missing"),
     (_set("tool_file", "nope.py"), "field 'tool_file'"),
     (_set("run", None), "field 'run' is missing"),
+    (_set("transport", "websocket"), "field 'transport' must be one of stdio, http, not "
+                                     "'websocket'"),
+    (_set("transport", "http"), "field 'run.argv' holds no {port}: an HTTP server is told "
+                                "its port there"),
 ])
 def test_bad_recipe_names_file_and_field(tmp_path, edit, message):
     recipe = toy_recipe()
@@ -162,6 +166,29 @@ def test_sources_are_checked_when_loading(tmp_path, sources, message):
         load_recipe(write_repo(tmp_path, recipe))
 
 
+def test_transport_is_stdio_unless_the_recipe_says_http(tmp_path):
+    assert load_recipe(write_repo(tmp_path, toy_recipe())).transport == "stdio"
+    recipe = toy_recipe()
+    recipe["transport"] = "http"
+    recipe["run"]["argv"] = ["python3", "server.py", "--port", "{port}"]
+    loaded = load_recipe(write_recipe(tmp_path, "toy-http", recipe, {}))
+    assert loaded.transport == "http"
+    assert loaded.run_argv == ["python3", "server.py", "--port", "{port}"]  # filled at spawn
+
+
+def test_without_names_only_stdio_recipes_load_unless_asked(tmp_path):
+    write_repo(tmp_path, toy_recipe())
+    recipe = toy_recipe()
+    recipe["transport"] = "http"
+    recipe["run"]["argv"] = ["python3", "server.py", "--port={port}"]
+    write_recipe(tmp_path, "toy-http", recipe, {})
+    folder = tmp_path / "build-recipes"
+    assert [r.name for r in load_recipes(folder)] == ["toy"]
+    assert [r.name for r in load_recipes(folder, transport="http")] == ["toy-http"]
+    assert [r.name for r in load_recipes(folder, transport=None)] == ["toy-http", "toy"]  # by file name
+    assert [r.name for r in load_recipes(folder, ["toy-http", "toy"])] == ["toy-http", "toy"]
+
+
 def test_a_name_asked_twice_is_measured_once(tmp_path):
     write_repo(tmp_path, toy_recipe())
     assert len(load_recipes(tmp_path / "build-recipes", ["toy", "toy"])) == 1
@@ -173,6 +200,20 @@ def test_reference_recipes_are_valid():
     assert {"go", "python", "rust", "typescript"} <= set(loaded)
     assert all(r.has_build and r.artifact_include and r.dependencies for r in loaded.values())
     assert loaded["typescript"].dependencies["method"] == "npm-installed"
+
+
+def test_reference_http_recipes_are_built_by_name_only():
+    folder = Path(__file__).parent.parent / "build-recipes"
+    assert [r.name for r in load_recipes(folder)] == ["c", "go", "java", "python", "rust", "typescript"]
+    http = load_recipes(folder, transport="http")
+    assert [r.name for r in http] == ["c-http", "go-http", "python-http", "rust-http",
+                                      "typescript-http"]
+    for recipe in http:
+        stdio = load_recipe(folder / f"{recipe.name.removesuffix('-http')}.toml")
+        assert recipe.run_argv[-2:] == ["--port", "{port}"]
+        assert recipe.source_dir.name == recipe.name and recipe.tool_file == stdio.tool_file
+        assert (recipe.sdk, recipe.sdk_version, recipe.dependencies["method"]) == \
+            (stdio.sdk, stdio.sdk_version, stdio.dependencies["method"])
 
 
 def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):

@@ -2,8 +2,10 @@
 
 Only ``run.argv`` is required. Everything else is optional: without ``[build]`` nothing is
 built and the server is spawned as written; without ``[artifact]``, ``[dependencies]`` or
-``tool_file`` those footprint figures are not applicable. Every problem in a recipe is
-reported in one RecipeError, each naming its dotted field.
+``tool_file`` those footprint figures are not applicable; without ``transport`` the server
+speaks stdio (``transport = "http"``: it listens on the port given as ``{port}`` in its
+argv). Every problem in a recipe is reported in one RecipeError, each naming its dotted
+field.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from pathlib import Path
 
 DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "maven",
                       "none")
+TRANSPORTS = ("stdio", "http")
+PORT = "{port}"
+"""The placeholder an HTTP recipe's ``run.argv`` holds for the port the server listens on
+(filled in when it is spawned, not by the build)."""
 PLACEHOLDERS = ("{build}", "{src}")
 RECIPE_FOLDER = "build-recipes"
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
@@ -21,7 +27,7 @@ PACKAGED = Path(__file__).resolve().parent.parent / "reference"
 repository, because a recipe's ``source`` is relative to the recipe folder's parent)."""
 
 _TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
-        "build", "run", "artifact", "dependencies")
+        "transport", "build", "run", "artifact", "dependencies")
 
 
 class RecipeError(ValueError):
@@ -57,6 +63,8 @@ class Recipe:
         artifact_include: globs of what a user installs; empty without ``[artifact]``.
         dependencies: ``{"method", "target", "lock"}`` (target and lock may be absent);
             method is one of DEPENDENCY_METHODS; empty without ``[dependencies]``.
+        transport: one of TRANSPORTS; "stdio" unless the recipe says ``transport = "http"``
+            (then ``run_argv`` holds PORT).
     """
 
     name: str
@@ -76,6 +84,7 @@ class Recipe:
     artifact_include: list[str] = field(default_factory=list)
     artifact_exclude: list[str] = field(default_factory=list)
     dependencies: dict[str, str] = field(default_factory=dict)
+    transport: str = "stdio"
 
     @property
     def has_build(self) -> bool:
@@ -175,7 +184,9 @@ def load_recipe(path: Path) -> Recipe:
             naming the dotted field): a missing ``run.argv``, an empty, mistyped or unknown
             field, a source folder or tool file that does not exist, a ``sources`` glob that
             matches no file, a ``[build]`` without ``source``/``sources``, a dependency method
-            not in DEPENDENCY_METHODS, or ``{build}``/``{src}`` in a recipe without ``[build]``.
+            not in DEPENDENCY_METHODS, a ``transport`` not in TRANSPORTS, an HTTP recipe
+            whose ``run.argv`` lacks PORT, or ``{build}``/``{src}`` in a recipe without
+            ``[build]``.
     """
     path = Path(path)
     try:
@@ -234,6 +245,11 @@ def load_recipe(path: Path) -> Recipe:
             top.fail("sources", "is missing: a [build] needs the files that key its cache")
 
     run_argv = run.argv("argv", required=True) if run else None
+    transport = top.text("transport") or "stdio"
+    if transport not in TRANSPORTS:
+        top.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
+    elif transport == "http" and run_argv and not any(PORT in a for a in run_argv):
+        run.fail("argv", f"holds no {PORT}: an HTTP server is told its port there")
     run_cwd = run.text("cwd") if run else None
     run_env = run.env("env") if run else {}
     include = artifact.strings("include", required=True) if artifact else []
@@ -285,11 +301,15 @@ def load_recipe(path: Path) -> Recipe:
         artifact_include=include,
         artifact_exclude=exclude,
         dependencies=dependencies,
+        transport=transport,
     )
 
 
-def load_recipes(folder: Path, names: list[str] | None = None) -> list[Recipe]:
-    """Load every ``*.toml`` in ``folder`` (sorted by name), or only ``names``.
+def load_recipes(folder: Path, names: list[str] | None = None,
+                 transport: str | None = "stdio") -> list[Recipe]:
+    """Load ``names`` from ``folder`` (in that order, whatever their transport), or without
+    names every ``*.toml`` there (sorted by name) whose transport is ``transport``: by
+    default the stdio servers, the reference set; None: every recipe.
 
     Raises:
         RecipeError: the folder has no recipes, a named recipe does not exist (the message
@@ -303,7 +323,10 @@ def load_recipes(folder: Path, names: list[str] | None = None) -> list[Recipe]:
     if unknown:
         raise RecipeError(f"no recipe named {', '.join(unknown)} in {folder}; "
                           f"known: {', '.join(available)}")
-    return [load_recipe(available[n]) for n in dict.fromkeys(names or available)]
+    loaded = [load_recipe(available[n]) for n in dict.fromkeys(names or available)]
+    if names or transport is None:
+        return loaded
+    return [r for r in loaded if r.transport == transport]
 
 
 def find_recipe_folder(option: str | None, cwd: Path | None = None) -> tuple[Path, str]:

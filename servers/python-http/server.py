@@ -1,0 +1,17 @@
+import argparse
+
+from mcp.server import MCPServer
+
+mcp = MCPServer("reverse-text", version="1.0.0")
+
+
+@mcp.tool()
+def reverse_text(text: str) -> str:
+    """Reverse text by Unicode code points."""
+    return text[::-1]
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="reverse_text over Streamable HTTP at /mcp")
+    parser.add_argument("--port", type=int, required=True)
+    mcp.run(transport="streamable-http", host="127.0.0.1", port=parser.parse_args().port)
