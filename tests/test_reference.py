@@ -28,8 +28,8 @@ RUNS, WARMUP = 3, 1
 REQUIRED = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 SDKS = ("go", "python", "rust", "typescript")
 NAMES = ("c", *SDKS)
-# what each SDK does by default for a tool that returns a string (see servers/*/)
-STRUCTURED = {"c": False, "python": True, "go": False, "rust": False, "typescript": False}
+# whether each reference server answers with structuredContent (the shape its README teaches; see servers/*/)
+STRUCTURED = {"c": False, "python": True, "go": True, "rust": False, "typescript": False}
 HANDSHAKE_ERA = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 # server/discover's supportedVersions, as probed by hand (issue 9), in the servers' own order
 DISCOVER = {"c": [*HANDSHAKE_ERA, "2026-07-28"], "python": ["2026-07-28"],
