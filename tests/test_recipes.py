@@ -254,6 +254,20 @@ def test_versions_needs_a_build(tmp_path):
                               "in place of [build].steps")
 
 
+def test_reference_recipes_say_how_to_pin_their_sdk():
+    loaded = {r.name: r for r in load_recipes(Path(__file__).parent.parent / "build-recipes")}
+    expected = {"typescript": ("@modelcontextprotocol/server", "npm"), "python": ("mcp", "pypi"),
+                "go": ("github.com/modelcontextprotocol/go-sdk", "go"), "rust": ("rmcp", "crates")}
+    for name, (package, registry) in expected.items():
+        versions = loaded[name].versions
+        assert (versions.package, versions.registry) == (package, registry)
+        assert versions.package == loaded[name].sdk  # the same SDK the recipe's sdk names
+        assert versions.install_version and versions.install_path and versions.workspace
+    assert loaded["c"].versions is None
+    assert loaded["python"].versions.workspace == ["src/mcp-types", "."]
+    assert loaded["typescript"].versions.workspace == ["packages/core", "packages/server"]
+
+
 def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):
     mine = tmp_path / "mine"
     mine.mkdir()
