@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 
 from mcpstart.targets import recipes
-from mcpstart.targets.recipes import RecipeError, find_recipe_folder, load_recipe, load_recipes
+from mcpstart.targets.recipes import (RecipeError, Versions, find_recipe_folder, load_recipe,
+                                      load_recipes)
 
 from conftest import toy_recipe, write_recipe
 
@@ -19,6 +20,7 @@ def test_good_recipe_loads_with_defaults(tmp_path):
     assert recipe.toolchains[0].version_argv == ["python3", "--version"]
     assert [str(p) for p in recipe.source_files()] == ["server.py"]
     assert recipe.has_build and recipe.steps == [["python3", "-m", "py_compile", "server.py"]]
+    assert recipe.versions is None  # a recipe without [versions] still loads
 
 
 def test_only_run_argv_is_required(tmp_path):
@@ -63,7 +65,8 @@ def test_every_problem_is_reported_in_one_message(tmp_path):
     assert lines[0] == f"{path}: 10 problems:"
     assert [line.strip() for line in lines[1:]] == [
         "field 'sdk_verison' is not a recipe field here (known: language, sdk, sdk_version, "
-        "source, sources, tool_file, toolchains, transport, build, run, artifact, dependencies)",
+        "source, sources, tool_file, toolchains, transport, build, run, artifact, dependencies, "
+        "versions)",
         "field 'language' is empty",
         "field 'sdk' must be a string, not int",
         "field 'tool_file' needs 'source', the folder it is in",
@@ -204,7 +207,8 @@ def test_reference_recipes_are_valid():
 
 def test_reference_http_recipes_are_built_by_name_only():
     folder = Path(__file__).parent.parent / "build-recipes"
-    assert [r.name for r in load_recipes(folder)] == ["c", "go", "java", "python", "rust", "typescript"]
+    assert [r.name for r in load_recipes(folder)] == ["c", "go", "java", "python", "rust",
+                                                      "typescript"]
     http = load_recipes(folder, transport="http")
     assert [r.name for r in http] == ["c-http", "go-http", "python-http", "rust-http",
                                       "typescript-http"]
@@ -214,6 +218,97 @@ def test_reference_http_recipes_are_built_by_name_only():
         assert recipe.source_dir.name == recipe.name and recipe.tool_file == stdio.tool_file
         assert (recipe.sdk, recipe.sdk_version, recipe.dependencies["method"]) == \
             (stdio.sdk, stdio.sdk_version, stdio.dependencies["method"])
+
+
+VERSIONS = {
+    "package": "toy-sdk", "registry": "pypi",
+    "list": ["python3", "-m", "pip", "index", "versions", "--pre", "{package}"],
+    "install_version": [["python3", "-m", "pip", "install", "--uploaded-prior-to", "{date}",
+                         "{package}=={version}"]],
+    "install_path": [["python3", "-m", "pip", "install", "{path}/src/types", "{path}"]],
+    "workspace": ["src/types", "."],
+}
+
+
+def with_versions(**changes) -> dict:
+    """The toy recipe with a [versions] table; a change of None removes that key."""
+    recipe = toy_recipe()
+    recipe["versions"] = {k: v for k, v in {**VERSIONS, **changes}.items() if v is not None}
+    return recipe
+
+
+def test_versions_table_loads_into_a_dataclass(tmp_path):
+    recipe = load_recipe(write_repo(tmp_path, with_versions()))
+    assert recipe.versions == Versions(
+        package="toy-sdk", registry="pypi",
+        list_argv=["python3", "-m", "pip", "index", "versions", "--pre", "{package}"],
+        install_version=[["python3", "-m", "pip", "install", "--uploaded-prior-to", "{date}",
+                          "{package}=={version}"]],
+        install_path=[["python3", "-m", "pip", "install", "{path}/src/types", "{path}"]],
+        workspace=["src/types", "."])
+    assert recipe.steps == [["python3", "-m", "py_compile", "server.py"]]  # [build] unchanged
+
+
+def test_versions_needs_only_package_and_registry(tmp_path):
+    recipe = load_recipe(write_repo(tmp_path, with_versions(
+        list=None, install_version=None, install_path=None, workspace=None)))
+    assert recipe.versions == Versions(package="toy-sdk", registry="pypi")
+    assert recipe.versions.install_version == [] and recipe.versions.list_argv == []
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"package": None}, "field 'versions.package' is missing"),
+    ({"registry": "conda"}, "field 'versions.registry' must be one of npm, pypi, go, crates, "
+                            "maven, not 'conda'"),
+    ({"pin": []}, "field 'versions.pin' is not a recipe field here (known: package, registry, "
+                  "list, install_version, install_path, workspace)"),
+    ({"list": []}, "field 'versions.list' must be a non-empty list of non-empty strings"),
+    ({"install_version": []}, "field 'versions.install_version' must list at least one step"),
+    ({"install_version": [["pip", "install", "toy-sdk"]]},
+     "field 'versions.install_version' never uses {version}"),
+    ({"install_version": [["pip", "install", "{path}", "toy=={version}"]]},
+     "field 'versions.install_version' uses {path}, which only install_path has"),
+    ({"registry": "maven"}, "field 'versions.install_version' uses {date}, but registry "
+                            "'maven' gives no release dates"),
+    ({"install_path": [["pip", "install", "."]]}, "field 'versions.install_path' never uses {path}"),
+    ({"install_path": [["pip", "install", "{path}", "toy=={version}"]]},
+     "field 'versions.install_path' uses {version}, which only install_version has"),
+    ({"install_path": [["cp", "-r", "{path}", "x"], ["pip", "--uploaded-prior-to", "{date}"]]},
+     "field 'versions.install_path' uses {date}, which only install_version has"),
+    ({"install_path": [["make"], "make install"]},
+     "field 'versions.install_path[1]' must be a non-empty list of non-empty strings"),
+    ({"install_path": None}, "field 'versions.workspace' needs install_path"),
+    ({"workspace": ["../types"]}, "field 'versions.workspace' has '../types', which must be "
+                                  "a folder relative to the checkout"),
+    ({"workspace": ["/src/types"]}, "field 'versions.workspace' has '/src/types'"),
+])
+def test_bad_versions_table_names_the_field(tmp_path, changes, message):
+    with pytest.raises(RecipeError) as err:
+        load_recipe(write_repo(tmp_path, with_versions(**changes)))
+    assert message in str(err.value)
+
+
+def test_versions_needs_a_build(tmp_path):
+    path = write_recipe(tmp_path, "bare", {"run": {"argv": ["toy-server"]},
+                                           "versions": {"package": "toy", "registry": "npm"}}, {})
+    with pytest.raises(RecipeError) as err:
+        load_recipe(path)
+    assert str(err.value) == (f"{path}: field 'versions' needs a [build]: its steps are built "
+                              "in place of [build].steps")
+
+
+def test_reference_recipes_say_how_to_pin_their_sdk():
+    loaded = {r.name: r for r in load_recipes(Path(__file__).parent.parent / "build-recipes")}
+    expected = {"typescript": ("@modelcontextprotocol/server", "npm"), "python": ("mcp", "pypi"),
+                "go": ("github.com/modelcontextprotocol/go-sdk", "go"), "rust": ("rmcp", "crates")}
+    for name, (package, registry) in expected.items():
+        versions = loaded[name].versions
+        assert (versions.package, versions.registry) == (package, registry)
+        assert versions.package == loaded[name].sdk  # the same SDK the recipe's sdk names
+        assert versions.install_version and versions.install_path and versions.workspace
+    assert loaded["c"].versions is None
+    assert loaded["python"].versions.workspace == ["src/mcp-types", "."]
+    assert loaded["typescript"].versions.workspace == ["packages/core", "packages/server"]
 
 
 def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):

@@ -29,8 +29,9 @@ RUNS, WARMUP = 3, 1
 REQUIRED = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 SDKS = ("go", "java", "python", "rust", "typescript")
 NAMES = ("c", *SDKS)
-# what each SDK does by default for a tool that returns a string (see servers/*/)
-STRUCTURED = {"c": False, "python": True, "go": False, "java": False, "rust": False,
+# whether each reference server answers with structuredContent (the shape its README teaches;
+# see servers/*/)
+STRUCTURED = {"c": False, "python": True, "go": True, "java": False, "rust": False,
               "typescript": False}
 HANDSHAKE_ERA = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 # server/discover's supportedVersions, as probed by hand, in the servers' own order

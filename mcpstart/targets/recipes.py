@@ -4,8 +4,8 @@ Only ``run.argv`` is required. Everything else is optional: without ``[build]`` 
 built and the server is spawned as written; without ``[artifact]``, ``[dependencies]`` or
 ``tool_file`` those footprint figures are not applicable; without ``transport`` the server
 speaks stdio (``transport = "http"``: it listens on the port given as ``{port}`` in its
-argv). Every problem in a recipe is reported in one RecipeError, each naming its dotted
-field.
+argv); without ``[versions]`` the server is built only at the SDK version its own lock pins.
+Every problem in a recipe is reported in one RecipeError, each naming its dotted field.
 """
 
 from __future__ import annotations
@@ -20,6 +20,11 @@ TRANSPORTS = ("stdio", "http")
 PORT = "{port}"
 """The placeholder an HTTP recipe's ``run.argv`` holds for the port the server listens on
 (filled in when it is spawned, not by the build)."""
+REGISTRIES = ("npm", "pypi", "go", "crates", "maven")
+"""Where ``[versions].package`` is published; each names how its releases and their dates
+are read (README, "Recipes a user can write")."""
+UNDATED_REGISTRIES = ("maven",)
+"""Registries that give no release date here, so ``{date}`` cannot be filled in."""
 PLACEHOLDERS = ("{build}", "{src}")
 RECIPE_FOLDER = "build-recipes"
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
@@ -27,7 +32,8 @@ PACKAGED = Path(__file__).resolve().parent.parent / "reference"
 repository, because a recipe's ``source`` is relative to the recipe folder's parent)."""
 
 _TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
-        "transport", "build", "run", "artifact", "dependencies")
+        "transport", "build", "run", "artifact", "dependencies", "versions")
+_VERSIONS = ("package", "registry", "list", "install_version", "install_path", "workspace")
 
 
 class RecipeError(ValueError):
@@ -40,6 +46,34 @@ class Toolchain:
 
     name: str
     version_argv: list[str]
+
+
+@dataclass(frozen=True)
+class Versions:
+    """A recipe's ``[versions]``: how to build the server at another release of its SDK or
+    from a local checkout of it. The steps are argv lists like ``[build].steps`` and run in
+    their place (same ``{build}``, ``{src}``, ``[build].env``, run, artifact, dependencies).
+
+    Attributes:
+        package: the SDK as its registry names it (npm package, PyPI project, Go module
+            path, crate, Maven ``groupId:artifactId``).
+        registry: one of REGISTRIES; says how the releases and their dates are read.
+        list_argv: the package manager's own command that lists the releases (may hold
+            ``{package}``); empty where it has none (cargo).
+        install_version: the build at ``{version}``; may use ``{date}``, the release's
+            publication time plus one day (ISO 8601 UTC), to resolve the other dependencies
+            as of that day. Empty when not given.
+        install_path: the build against the checkout at ``{path}``. Empty when not given.
+        workspace: the checkout's members (folders relative to ``{path}``, "." for its
+            root) that ``install_path`` installs from the checkout; recorded with the result.
+    """
+
+    package: str
+    registry: str
+    list_argv: list[str] = field(default_factory=list)
+    install_version: list[list[str]] = field(default_factory=list)
+    install_path: list[list[str]] = field(default_factory=list)
+    workspace: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -65,6 +99,7 @@ class Recipe:
             method is one of DEPENDENCY_METHODS; empty without ``[dependencies]``.
         transport: one of TRANSPORTS; "stdio" unless the recipe says ``transport = "http"``
             (then ``run_argv`` holds PORT).
+        versions: ``[versions]``, or None without it.
     """
 
     name: str
@@ -85,6 +120,7 @@ class Recipe:
     artifact_exclude: list[str] = field(default_factory=list)
     dependencies: dict[str, str] = field(default_factory=dict)
     transport: str = "stdio"
+    versions: Versions | None = None
 
     @property
     def has_build(self) -> bool:
@@ -176,6 +212,59 @@ class _Table:
 _KIND_NAMES = {str: "string", list: "list", dict: "table"}
 
 
+def _steps(table: _Table, key: str, required: bool = False) -> list[list[str]]:
+    """``key`` of ``table`` as a list of build steps, each a non-empty argv; [] when absent."""
+    listed = table.get(key, list, required)
+    if listed == []:
+        table.fail(key, "must list at least one step")
+    steps = []
+    for index, step in enumerate(listed or []):
+        step = table.argv(f"{key}[{index}]", step if isinstance(step, list) else [None])
+        steps.append(step or [])
+    return steps
+
+
+def _uses(steps: list[list[str]], placeholder: str) -> bool:
+    return any(placeholder in arg for step in steps for arg in step)
+
+
+def _versions(table: _Table) -> Versions | None:
+    """The ``[versions]`` table checked: ``package`` and ``registry`` required;
+    ``install_version`` uses ``{version}`` and not ``{path}``; ``install_path`` uses
+    ``{path}`` and neither ``{version}`` nor ``{date}``; ``{date}`` only where the registry
+    dates its releases; ``workspace`` only with ``install_path``, as relative folders
+    without '..'. Problems go to the table's error list (load_recipe raises them all);
+    None without a package or registry."""
+    package, registry = table.text("package", required=True), table.text("registry", required=True)
+    if registry and registry not in REGISTRIES:
+        table.fail("registry", f"must be one of {', '.join(REGISTRIES)}, not {registry!r}")
+    listed = table.argv("list") if "list" in table.data else []
+    by_version, by_path = _steps(table, "install_version"), _steps(table, "install_path")
+    if by_version and not _uses(by_version, "{version}"):
+        table.fail("install_version", "never uses {version}")
+    if _uses(by_version, "{path}"):
+        table.fail("install_version", "uses {path}, which only install_path has")
+    if registry in UNDATED_REGISTRIES and _uses(by_version, "{date}"):
+        table.fail("install_version", f"uses {{date}}, but registry {registry!r} gives no "
+                                      "release dates")
+    if by_path and not _uses(by_path, "{path}"):
+        table.fail("install_path", "never uses {path}")
+    for placeholder in ("{version}", "{date}"):
+        if _uses(by_path, placeholder):
+            table.fail("install_path", f"uses {placeholder}, which only install_version has")
+    workspace = table.strings("workspace")
+    if workspace and "install_path" not in table.data:
+        table.fail("workspace", "needs install_path, the steps that install these members")
+    for member in workspace:
+        if not member or Path(member).is_absolute() or ".." in Path(member).parts:
+            table.fail("workspace", f"has {member!r}, which must be a folder relative to the "
+                                    "checkout, without '..'")
+    if not (package and registry):
+        return None
+    return Versions(package=package, registry=registry, list_argv=listed or [],
+                    install_version=by_version, install_path=by_path, workspace=workspace)
+
+
 def load_recipe(path: Path) -> Recipe:
     """Read and check one recipe file.
 
@@ -185,7 +274,8 @@ def load_recipe(path: Path) -> Recipe:
             field, a source folder or tool file that does not exist, a ``sources`` glob that
             matches no file, a ``[build]`` without ``source``/``sources``, a dependency method
             not in DEPENDENCY_METHODS, a ``transport`` not in TRANSPORTS, an HTTP recipe
-            whose ``run.argv`` lacks PORT, or ``{build}``/``{src}`` in a recipe without
+            whose ``run.argv`` lacks PORT, ``{build}``/``{src}`` in a recipe without
+            ``[build]``, or a ``[versions]`` that breaks the rules of ``_versions`` or has no
             ``[build]``.
     """
     path = Path(path)
@@ -199,6 +289,7 @@ def load_recipe(path: Path) -> Recipe:
     run = top.table("run", ("argv", "cwd", "env"), required=True)
     artifact = top.table("artifact", ("include", "exclude"))
     deps = top.table("dependencies", ("method", "target", "lock"))
+    versions_table = top.table("versions", _VERSIONS)
 
     language, sdk, sdk_version = top.text("language"), top.text("sdk"), top.text("sdk_version")
     source, sources = top.text("source"), top.strings("sources")
@@ -233,12 +324,7 @@ def load_recipe(path: Path) -> Recipe:
 
     steps, build_env = [], build.env("env") if build else {}
     if build:
-        listed = build.get("steps", list, required=True)
-        if listed == []:
-            build.fail("steps", "must list at least one step")
-        for index, step in enumerate(listed or []):
-            step = build.argv(f"steps[{index}]", step if isinstance(step, list) else [None])
-            steps.append(step or [])
+        steps = _steps(build, "steps", required=True)
         if not source:
             top.fail("source", "is missing: a [build] copies its files from this folder")
         if not sources:
@@ -267,6 +353,10 @@ def load_recipe(path: Path) -> Recipe:
             deps.fail("target", f"is missing: method {method!r} counts what it names")
         dependencies = {k: v for k, v in (("method", method), ("target", target),
                                           ("lock", lock)) if v}
+
+    versions = _versions(versions_table) if versions_table else None
+    if versions_table and "build" not in data:
+        top.fail("versions", "needs a [build]: its steps are built in place of [build].steps")
 
     if "build" not in data:
         texts = [("run.argv", a) for a in run_argv or []] + [("run.cwd", run_cwd)]
@@ -302,6 +392,7 @@ def load_recipe(path: Path) -> Recipe:
         artifact_exclude=exclude,
         dependencies=dependencies,
         transport=transport,
+        versions=versions,
     )
 
 
