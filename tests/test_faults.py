@@ -406,3 +406,19 @@ def test_a_timed_spawn_waits_the_timeout_once_in_all(fake):
         assert 2 <= time.monotonic() - began < 3.5
     finally:
         session.shutdown(grace_s=0.2)
+
+
+def test_servers_started_together_are_never_each_others_orphans(fake):
+    """As a subreaper, one server's process set adopts orphans started after its spawn; the
+    servers spawned beside it (an editor-style start) are not orphans and stay their own."""
+    from mcpstart.measure import spawn
+    from mcpstart.stdio.tree import child_subreaper
+
+    first = initialize_request(REV)
+    with child_subreaper(), spawn.started([(fake(), first), (fake(), first)], FAST,
+                                          timed=True) as (a, b):
+        for session in (a, b):
+            session.wait(1, 10)
+        assert [p.pid for p in a.processes.scan()] == [a.transport.pid]
+        assert [p.pid for p in b.processes.scan()] == [b.transport.pid]
+    assert a.ended.how == b.ended.how == "eof"

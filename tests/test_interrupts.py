@@ -24,9 +24,15 @@ def survivors(tmp_path: Path) -> list[str]:
     return found
 
 
+FAST_CLI = ("import sys; sys.path.insert(0, sys.argv.pop(1)); import conftest; "
+            "import mcpstart.measure.settings as s; s.BASE = conftest.FAST; "
+            "from mcpstart.cli import main; main()")
+"""mcpstart's CLI as its own process, with the tests' short fixed waits (conftest.FAST)."""
+
+
 def start(tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "mcpstart.cli", "measure", "--recipes",
+        [sys.executable, "-c", FAST_CLI, str(Path(__file__).parent), "measure", "--recipes",
          str(tmp_path / "build-recipes"), "--cache-dir", str(tmp_path / "cache"), "--runs", "1",
          "--warmup", "0", "-o", str(tmp_path / "out.json"), *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -62,7 +68,7 @@ def test_second_signal_during_shutdown_still_reclaims(tmp_path):
     proc = start(tmp_path, "--timeout", "60")
     wait_for(lambda: any("fake_server.py" in c for c in survivors(tmp_path)))
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)  # the server ignores EOF and SIGTERM: shutdown takes ~4 s
+    time.sleep(0.2)  # the server ignores EOF and SIGTERM: shutdown takes two graces
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     assert proc.returncode == 130

@@ -38,6 +38,8 @@ RUNTIME_2_1_0 = {
     ("org.reactivestreams:reactive-streams", "1.0.4"),
 }
 
+pytestmark = pytest.mark.e2e  # builds the Java reference server
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):

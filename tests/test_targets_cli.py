@@ -93,23 +93,23 @@ def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(f'[mcp_servers.quick]\ncommand = "{PY}"\nargs = ["{FAKE}"]\n'
                       f'[mcp_servers.slow]\ncommand = "{PY}"\n'
-                      f'args = ["{FAKE}", "--slow-start", "0.6"]\nstartup_timeout_sec = 0.5\n')
+                      f'args = ["{FAKE}", "--slow-start", "0.3"]\nstartup_timeout_sec = 0.25\n')
     result, data = measure(tmp_path, "--config", str(config), "--runs", "2")
     assert result.exit_code == 0, result.output
     startup = data["startup"]
     assert startup["concurrent_ms"]["n"] == 2 and len(startup["runs"]) == 2
     for run in startup["runs"]:
         assert set(run) == {"quick", "slow"}
-        assert run["quick"]["initialize"] < 500 <= 600 <= run["slow"]["initialize"]
+        assert run["quick"]["initialize"] < 250 <= 300 <= run["slow"]["initialize"]
         assert run["slow"]["initialize"] < run["slow"]["tools_list"]
     # the last server ready is the slow one: the all-at-once time is its time
     assert startup["concurrent_ms"]["samples"] == [r["slow"]["tools_list"] for r in startup["runs"]]
     medians = [s["phases_ms"]["tools_list"]["median"] for s in data["servers"]]
     assert startup["sequential_sum_ms"] == pytest.approx(sum(medians))
     limits = {row["limit_s"]: row for row in startup["limits"]}
-    assert set(limits) == {10.0, 30.0, 60.0, 0.5}
+    assert set(limits) == {10.0, 30.0, 60.0, 0.25}
     assert limits[10.0]["fits"] == {"quick": True} and limits[60.0]["fits"] == {"quick": True}
-    assert limits[0.5] == {"client": "set in the config", "limit_s": 0.5, "fits": {"slow": False}}
+    assert limits[0.25] == {"client": "set in the config", "limit_s": 0.25, "fits": {"slow": False}}
     assert "Startup budget" in result.stdout
 
 

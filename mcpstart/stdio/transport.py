@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..command import Command
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import LineBuffer
-from .tree import ProcessSet
+from .tree import ProcessSet, spawned
 
 READ_CHUNK = 1 << 16
 """stdout is read into one preallocated buffer of this size: no allocation between a wake-up
@@ -233,6 +233,7 @@ class StdioTransport(Transport):
                 self._stdin = self._stdout = self._stderr = -1
                 raise SpawnError(err.errno, f"cannot start {os.fsdecode(prepared.argv[0])!r}: "
                                             f"{err.strerror or err}") from err
+            spawned(self.pid)
             for fd in child:  # without this, no EOF when the child dies
                 os.close(fd)
             if wait_s > 0 and not self._pending_out:  # else receive() writes the rest first

@@ -30,6 +30,13 @@ _SPAWNED: set[int] = set()
 """Pids of the processes mcpstart spawned as servers: none is ever "adopted" by another."""
 
 
+def spawned(pid: int) -> None:
+    """Note ``pid`` as a server mcpstart spawned, at the spawn (before its ProcessSet exists):
+    another server's set, scanning as a subreaper, must never take it for an orphan of its
+    own (several servers started at once)."""
+    _SPAWNED.add(pid)
+
+
 def _prctl(option: int, arg) -> bool:
     try:
         return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0
