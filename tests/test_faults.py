@@ -422,3 +422,17 @@ def test_servers_started_together_are_never_each_others_orphans(fake):
         assert [p.pid for p in a.processes.scan()] == [a.transport.pid]
         assert [p.pid for p in b.processes.scan()] == [b.transport.pid]
     assert a.ended.how == b.ended.how == "eof"
+
+
+def test_a_start_of_several_that_fails_leaves_no_pipe_open(fake):
+    """The all-at-once start prepares every spawn first; when a later program cannot be
+    started, the sessions already started are shut down and no pipe of any is left open."""
+    from mcpstart.measure import spawn
+
+    before = set(os.listdir("/proc/self/fd"))
+    first = initialize_request(REV)
+    with pytest.raises(SessionError, match="cannot start"):
+        with spawn.started([(fake(), first), (Command(["/nonexistent/server"]), first)], FAST,
+                           timed=True):
+            pass
+    assert set(os.listdir("/proc/self/fd")) == before
