@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+from functools import reduce
 from importlib import import_module
 from pathlib import Path
 
@@ -17,8 +18,7 @@ from .views.progress import Display, emit as _progress
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
-SHAPES = {"json": "hyperfine's JSON (s)", "csv": "hyperfine's CSV (s)",
-          "markdown": "hyperfine's Markdown table"}
+SHAPES = ("json", "csv", "markdown")
 
 
 class InputError(click.ClickException):
@@ -28,8 +28,7 @@ class InputError(click.ClickException):
 
 
 class _Main(click.Group):
-    """Keeps mcpstart's own command line for the results file; an exit signal ends it in
-    order, every server shut down first (engine.orderly_exit)."""
+    """Keeps the command line for the results file; exits in order (engine.orderly_exit)."""
 
     def parse_args(self, ctx, args):
         ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
@@ -69,28 +68,20 @@ def opt(*names, check=None, **kw):
 
 
 def apply(*decorators):
-    def wrap(command):
-        for decorator in reversed(decorators):
-            command = decorator(command)
-        return command
-    return wrap
+    return lambda command: reduce(lambda f, decorate: decorate(f), reversed(decorators), command)
 
 
 SECONDS, FINITE_S = click.FloatRange(min=0, min_open=True), _finite(" of seconds")
 recipes_opt = opt("--recipes", "recipes_dir", type=click.Path(file_okay=False),
-                  help="Folder of build recipes (default: ./build-recipes, else the packaged).")
+                  help="Recipe folder (default: ./build-recipes, else the packaged one).")
 cache_opt = opt("--cache-dir", type=click.Path(file_okay=False),
                 help="Where builds go (default: $MCPSTART_CACHE_DIR, else ~/.cache/mcpstart).")
-require_all_opt = opt("--require-all", is_flag=True,
-                      help="A server skipped for a missing toolchain counts as failed (CI).")
+require_all_opt = opt("--require-all", is_flag=True, help="A skipped server fails the run.")
 quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
-tablefmt_opt = opt("--format", "tablefmt", default="github",
-                   check=_lib(".views.table:check_format"),
-                   help="Any tabulate format: github (Markdown), plain, simple, grid, ...")
-fmt_opt = opt("--format", "fmt", default="github",
-              check=_lib(".views.table:check_format", ("csv", "json")),
-              help="A tabulate format, or csv / json: one {server, file, metric, value, unit} "
-                   "record per value.")
+tablefmt_opt = opt("--format", "tablefmt", default="github", help="Any tabulate format.",
+                   check=_lib(".views.table:check_format"))
+fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:check_format",
+              ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
 output_check = _lib(".results:output_path")
 targets_opts = apply(
     opt("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
@@ -103,64 +94,54 @@ targets_opts = apply(
         help="Set a variable for every server (never shown or stored); repeatable."))
 export_opts = apply(*(opt(f"--export-{name}", type=click.Path(dir_okay=False, allow_dash=True),
                           metavar="FILE", check=_lib(".views.exports:check_target"),
-                          help=f"Also write the cold-start series as {shape} (-: stdout, in "
-                               "place of the table).") for name, shape in SHAPES.items()))
+                          help=f"Also write the cold-start series in hyperfine's {name} shape "
+                               "(-: to stdout, in place of the table).") for name in SHAPES))
+
+
+def _input(work, *args, **kw):
+    """Call the library: its ValueError is bad input (a recipe, a results file, an option
+    that names no server, a file that cannot be written), exit status 2, said as it is."""
+    try:
+        return work(*args, **kw)
+    except ValueError as err:
+        raise InputError(str(err)) from err
 
 
 def _exports(kw: dict):
-    from .views.exports import ExportError, ExportManager
+    from .views.exports import ExportManager
 
-    try:
-        return ExportManager({name: kw.pop(f"export_{name}") for name in SHAPES})
-    except ExportError as err:
-        raise click.UsageError(str(err)) from err
+    return _input(ExportManager, {name: kw.pop(f"export_{name}") for name in SHAPES})
 
 
 def _run(work: str, command, kw: dict, display, *plan, **settings):
-    """``engine.<work>`` of the job the options name (Settings fields by name, and
-    ``settings``); bad input exits 2."""
+    """``engine.<work>`` of the job the options name (Settings fields by name, ``settings``)."""
     from . import engine
     from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
 
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
-    try:
-        job = engine.job_for(command, kw, Settings.from_options(BASE, kw, **settings), argv,
-                             _progress, *plan)
-        display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
-        return getattr(engine, work)(job)
-    except engine.JobError as err:
-        raise InputError(str(err)) from err
+    job = _input(engine.job_for, command, kw, Settings.from_options(BASE, kw, **settings), argv,
+                 _progress, *plan)
+    display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
+    return _input(getattr(engine, work), job)
 
 
 def _written(outcome) -> None:
-    try:
-        said = outcome.written()
-    except ValueError as err:
-        raise InputError(str(err)) from err
+    said = _input(outcome.written)
     if said:
         _progress(said)
 
 
-def _show(loaded: list, fmt: str, exports, labels=None, metrics=(), transpose=False) -> None:
+def _show(loaded: list, fmt: str, exports, *args) -> None:
     from .views.exports import present
-    from .views.table import UnknownMetric
 
-    try:
-        click.echo(present(loaded, fmt, exports, labels, metrics, transpose), nl=False)
-    except UnknownMetric as err:
-        raise click.BadParameter(str(err), param_hint="'--metrics'") from err
-    except OSError as err:
-        raise InputError(f"cannot write {err.filename}: {err.strerror or err}") from err
+    click.echo(_input(present, loaded, fmt, exports, *args), nl=False)
 
 
 def _load(paths, reader: str) -> list:
-    from .results import ResultsError, load
+    from .results import load
 
-    try:
-        return [load(Path(p), reader) for p in paths]
-    except ResultsError as err:
-        raise InputError(str(err)) from err
+    return [_input(load, Path(p), reader) for p in paths]
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
@@ -171,11 +152,9 @@ Typical use, in any folder (the reference recipes ship with mcpstart):
   mcpstart report mcpstart-results.json    # the table again, from the results file""")
 @click.version_option(__version__, prog_name="mcpstart")
 def main() -> None:
-    """Profile MCP servers over the stdio transport: the reference `reverse_text` server of
-    each official SDK and a C floor, or any server you name (-- COMMAND, --server, an
-    editor's --config). Cold start to the initialize answer and its phases, memory of the
-    process tree idle and under a large tool call, warm round trips, footprint, protocol
-    revisions and an editor's startup budget."""
+    """Profile MCP servers: the reference `reverse_text` server of each official SDK and a C
+    floor, or any you name. Cold start and its phases, memory idle and under a large call,
+    round trips, footprint, protocol revisions, an editor's startup budget."""
 
 
 @main.command(short_help="Build the reference servers (cached; only what changed).",
@@ -184,11 +163,10 @@ def main() -> None:
 @apply(opt("--rebuild", is_flag=True, help="Build even when an up-to-date build exists."),
        recipes_opt, cache_opt, require_all_opt, quiet_opt)
 def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
-    """Build the reference servers NAMES (default: every recipe), cached under a hash of
-    the recipe, its sources and toolchains. A missing toolchain skips a server; a failed
-    build prints its log's tail. Exit status: 0 built, up to date or skipped; 1 a build
-    failed (or, with --require-all, a server was skipped); 2 bad input."""
-    from .engine import JobError, build as build_all
+    """Build the servers NAMES (default: every recipe), cached by a hash of recipe, sources and
+    toolchains. Exit status: 0 built, up to date or skipped (a missing toolchain); 1 a build
+    failed (its log's tail is shown; with --require-all: or skipped); 2 bad input."""
+    from .engine import build as build_all
     from .targets.build import report_line
 
     failed = []
@@ -199,18 +177,13 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
         failed.append(item.status == "failed" or (item.status == "skipped" and require_all))
 
     with Display(quiet=quiet) as display:
-        try:
-            build_all(list(names), recipes_dir, cache_dir, rebuild, _progress, built)
-        except JobError as err:
-            raise InputError(str(err)) from err
+        _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress, built)
     sys.exit(1 if any(failed) else 0)
 
 
 @main.command(short_help="Build what is stale, measure each server, print a table.",
               context_settings={"allow_interspersed_args": False},
-              epilog="\b\nExamples:\n"
-                     "  mcpstart measure --runs 6 > table.md       # the reference servers\n"
-                     "  mcpstart measure -- npx -y @modelcontextprotocol/server-memory\n"
+              epilog="\b\nExamples:\n  mcpstart measure --runs 6 > table.md\n"
                      "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60")
 @apply(
     opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000), help="Counted runs."),
@@ -228,14 +201,12 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
                                                     'string value becomes the payload text.'),
     targets_opts, opt("--name", help="Name of the server given after --."),
     opt("--floor", is_flag=True, help="Also measure the C floor server (the least possible)."),
-    opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S,
-        help="Idle pause before every timed spawn."),
+    opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S),
     opt("--order", type=click.Choice(["interleave", "sequential"]),
-        help="Rounds of one run per server, shuffled (default for several), or one "
-             "server's series after another."),
+        help="Shuffled rounds of one run per server (default for several), or per server."),
     opt("--seed", type=click.IntRange(min=0), help="Seed of the shuffle (default: random)."),
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
-        help="cold: the server's files leave the page cache before every cold start."),
+        help="cold: evict the server's files from the page cache before every run."),
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
     opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
@@ -245,25 +216,17 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def measure(command, quiet, fmt, **kw) -> None:
-    """Measure the reference set (built first when stale), or the servers of -- COMMAND,
-    --server and --config: WARMUP + RUNS cold starts each, in rounds, with their phases;
-    the revision matrix; the 2026-07-28 cold starts; one session (tools, settled idle
-    memory, warm round trips, a large call's round trip and peak memory, the spec's
-    shutdown); servers named together also start at once (--budget). The table goes to
-    stdout, progress to stderr, every raw sample to the results file.
-
-    \b
-    Exit status: 0 all measured or skipped; 1 a server failed (the table says why);
-    2 bad input; 128+N stopped by signal N (what was measured stays in the results file).
-    """
+    """Measure the reference set (built when stale), or -- COMMAND, --server, --config:
+    WARMUP + RUNS cold starts each in rounds, with phases; the revision matrix; 2026-07-28
+    cold starts; one session (tools, idle memory, round trips, a large call's peak); an
+    all-at-once start (--budget). Table to stdout, progress to stderr, samples to -o.
+    Exit status: 0 all measured or skipped; 1 a server failed (the table says why); 2 bad
+    input; 128+N stopped by signal N (what was measured stays in the results file)."""
     from .results import Results
     from .wire import ToolCall
 
     kw["exports"] = exports = _exports(kw)
-    try:
-        call = ToolCall.parse(kw["call_tool"], kw["call_args"])
-    except ValueError as err:
-        raise click.UsageError(str(err)) from err
+    call = _input(ToolCall.parse, kw["call_tool"], kw["call_args"])
     seed = kw["seed"] if kw["seed"] is not None else random.randrange(2**32)
     with Display(quiet=quiet) as display:
         outcome = _run("measure", command, kw, display, kw["only"], kw["name"], kw["floor"],
@@ -340,14 +303,10 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
            help="Significance level of the exact one-sided Mann-Whitney U test."),
        tablefmt_opt)
 def compare(old, new, threshold, alpha, tablefmt) -> None:
-    """Compare NEW with OLD, server by server: each series' medians, their ratio and an
-    exact one-sided Mann-Whitney U test that NEW is slower ("too few runs" where it cannot
-    reach alpha); memory and footprint by ratio.
-
-    \b
-    Exit status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's,
-    or a server ok in OLD failed in NEW); 0 none; 2 bad input.
-    """
+    """Compare NEW with OLD, server by server: each series' medians, ratio and an exact
+    one-sided Mann-Whitney U test that NEW is slower; memory and footprint by ratio. Exit
+    status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's, or a
+    server ok in OLD failed in NEW); 0 none; 2 bad input."""
     from .views.compare import compare as compare_results, render
 
     before, after = (r.to_dict() for r in _load((old, new), "compare"))
@@ -368,15 +327,9 @@ def plot(results_file, output, kind) -> None:
     """Draw charts of a results file: cold start per server (median, min to max, the floor
     as a line), memory (idle per process, peak), footprint, an all-at-once start's
     timeline."""
-    from .views.plot import figure, save
+    from .views.plot import write
 
-    loaded = _load([results_file], "plot")[0]
-    try:
-        save(figure(loaded, kind), Path(output))
-    except ValueError as err:
-        raise InputError(str(err)) from err
-    except OSError as err:
-        raise InputError(f"cannot write {output}: {err.strerror or err}") from err
+    _input(write, _load([results_file], "plot")[0], kind, Path(output))
     _progress(f"wrote {output}")
 
 

@@ -277,6 +277,20 @@ def image_path(value: str) -> str:
     return value
 
 
+def write(results, kind: str | None, path: Path) -> None:
+    """``figure(results, kind)`` saved to ``path``.
+
+    Raises:
+        ValueError: the figure cannot be drawn (no data for ``kind``) or the file cannot be
+            written (the message names it).
+    """
+    fig = figure(results, kind)
+    try:
+        save(fig, path)
+    except OSError as err:
+        raise ValueError(f"cannot write {path}: {err.strerror or err}") from err
+
+
 def save(fig, path: Path) -> None:
     """Write ``fig`` to ``path`` as PNG or SVG, chosen by the suffix.
 

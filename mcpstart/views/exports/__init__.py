@@ -38,7 +38,7 @@ def check_target(value: str) -> str:
 
 
 class ExportError(ValueError):
-    """Export targets that cannot all be served (two of them on stdout)."""
+    """Export targets that cannot all be served (two on stdout, a file not writable)."""
 
 
 class ExportManager:
@@ -82,11 +82,14 @@ def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics
 
     Raises:
         views.table.UnknownMetric: a ``metrics`` path names no row.
-        OSError: an export file cannot be written.
+        ExportError: an export file cannot be written (the message names it).
     """
     from ..table import table
 
     text = (exporter(LONG_FORMATS[fmt]).render(loaded, labels, metrics) if fmt in LONG_FORMATS
             else table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose) + "\n")
-    exports.write(loaded, labels)
+    try:
+        exports.write(loaded, labels)
+    except OSError as err:
+        raise ExportError(f"cannot write {err.filename}: {err.strerror or err}") from err
     return exports.stdout(loaded, labels) or text
