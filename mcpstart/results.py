@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from . import warnings as warn
@@ -47,6 +48,7 @@ class ServerResult:
     protocol: dict | None = None
     shutdown: dict | None = None
     page_cache: dict | None = None
+    traffic: dict | None = None
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -83,10 +85,12 @@ class Results:
     """Values masked with *** in every output (redact.py); never stored."""
 
     def to_dict(self) -> dict:
-        """The JSON form, ``schema`` first, secrets masked."""
-        data = asdict(self)
-        secrets = data.pop("secrets")
-        return redact({"schema": data.pop("schema"), **data}, secrets)
+        """The JSON form, ``schema`` first, secrets masked; whatever a server sent is stored
+        as JSON can hold it (``stored``)."""
+        top = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "secrets"}
+        top["servers"] = [{f.name: getattr(row, f.name) for f in fields(row)}
+                          for row in self.servers]
+        return stored({"schema": top.pop("schema"), **top}, self.secrets)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Results":
@@ -117,10 +121,36 @@ class Results:
     def save(self, path: Path) -> None:
         """Write ``path`` (JSON) and its ``.toml`` sibling, each atomically (temp file, rename)."""
         data = self.to_dict()
-        _write_atomic(Path(path), json.dumps(data, indent=2) + "\n")
+        _write_atomic(Path(path), json.dumps(data, indent=2, allow_nan=False) + "\n")
         import tomli_w
 
         _write_atomic(Path(path).with_suffix(".toml"), tomli_w.dumps(_toml_ready(data)))
+
+
+MAX_DEPTH = 48
+"""Deepest nesting of a value stored in a results file (a server's error data, say); deeper
+parts are replaced by a note, so no writer or reader of the file runs out of stack."""
+
+
+def stored(value, secrets: tuple = (), depth: int = 0):
+    """``value`` as a results file holds it: dicts (string keys) and lists, strings with every
+    secret masked (redact.py), numbers, booleans and None; a NaN or infinity a server sent
+    becomes the string "nan", "inf" or "-inf" (JSON has no such number), anything nested
+    deeper than MAX_DEPTH a note. Strings keep lone surrogates: the JSON writer escapes
+    them, the TOML copy backslash-escapes them."""
+    if depth > MAX_DEPTH:
+        return f"(nested deeper than {MAX_DEPTH} levels; not stored)"
+    if isinstance(value, dict):
+        return {str(k): stored(v, secrets, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [stored(v, secrets, depth + 1) for v in value]
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return redact(str(value), secrets)
 
 
 def is_results_file(path: Path) -> bool:

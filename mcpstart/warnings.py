@@ -26,6 +26,14 @@ class Kind(StrEnum):
     """responses with an id mcpstart was not awaiting."""
     LAUNCHER_EXITED = "launcher_exited"
     """the spawned process exited while its descendants kept serving."""
+    UNKNOWN_PROGRESS = "unknown_progress"
+    """progress notifications for a progressToken mcpstart never sent."""
+    STDERR_MESSAGES = "stderr_messages"
+    """JSON-RPC messages written on stderr, where no client reads them."""
+    NOTIFICATION_FLOOD = "notification_flood"
+    """more notifications than a client shows or can keep up with (counted per method)."""
+    NO_TOOLS_CAPABILITY = "no_tools_capability"
+    """tools/list answers, but initialize declared no ``tools`` capability."""
     PAGING = "paging"
     """tools/list paging was stopped (a cursor that repeats, or too many pages)."""
     MEMORY = "memory"
@@ -86,6 +94,30 @@ def launcher_exited(code, after_ms: float) -> dict:
     return warning(Kind.LAUNCHER_EXITED, f"the spawned process exited with code {code} after "
                                          f"{after_ms:.0f} ms while its descendants kept stdout "
                                          "open (a launcher); measured on the descendants")
+
+
+def unknown_progress(count: int) -> dict:
+    return warning(Kind.UNKNOWN_PROGRESS, f"{count} notifications/progress with a progressToken "
+                                          "mcpstart never sent (no request asked for progress)")
+
+
+def stderr_messages(count: int) -> dict:
+    return warning(Kind.STDERR_MESSAGES, f"{count} JSON-RPC message(s) on stderr; the stdio "
+                                         "transport carries messages on stdout only, so no "
+                                         "client reads them")
+
+
+def notification_flood(counts: dict, total: int) -> dict:
+    shown = ", ".join(f"{method} {n}" for method, n in counts.items())
+    return warning(Kind.NOTIFICATION_FLOOD, f"{total} notifications in all ({shown})",
+                   "traffic.notifications")
+
+
+def no_tools_capability() -> dict:
+    return warning(Kind.NO_TOOLS_CAPABILITY, "initialize declared no tools capability, yet "
+                                             "tools/list answered; clients that check "
+                                             "capabilities.tools show no tools",
+                   "server_capabilities")
 
 
 # ---- the session's figures (measure/) ----------------------------------------------------

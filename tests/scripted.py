@@ -20,8 +20,8 @@ from mcpstart.stdio.framing import LineBuffer
 @dataclass
 class Out:
     """One event the scripted server causes: ``kind`` "stdout" / "stderr" (``data`` written),
-    "close_stdout", or "exit" (``code``; ``signal`` for a death by signal), ``after_s`` virtual
-    seconds after the message that caused it."""
+    "close_stdout", "close_stdin" (it reads no more), or "exit" (``code``; ``signal`` for a
+    death by signal), ``after_s`` virtual seconds after the message that caused it."""
 
     kind: str
     data: bytes = b""
@@ -107,8 +107,10 @@ class ScriptedTransport(Transport):
         self._events: list[_Event] = []
         self._order = 0
         self._lines = LineBuffer()
+        self._stderr_lines = LineBuffer("stderr")
         self._stdout_open = True
         self._stdin_open = True
+        self._eof_sent = False
         self._started = False
         self._exit: Exit | None = None
         self._stderr = bytearray()
@@ -138,7 +140,10 @@ class ScriptedTransport(Transport):
             self.send(first_message)
 
     def send(self, data: bytes) -> None:
-        if not self._stdin_open or self._exit is not None:
+        if self._exit is not None or (not self._stdin_open and self._eof_sent):
+            return
+        if not self._stdin_open:  # the server closed its stdin: the pipe refuses the bytes
+            self.input_refused_ns = self.input_refused_ns or self.now_ns()
             return
         self._input += data
         while b"\n" in self._input:
@@ -174,6 +179,11 @@ class ScriptedTransport(Transport):
             return self._lines.feed(out.data, self.now_ns()), False
         if out.kind == "stderr":
             self._stderr += out.data
+            frames = [f for f in self._stderr_lines.feed(out.data, self.now_ns())
+                      if f.data.lstrip()[:1] in (b"{", b"[")]
+            return frames, False
+        if out.kind == "close_stdin":
+            self._stdin_open = False
             return [], False
         if out.kind in ("close_stdout", "exit") and self._stdout_open:
             self._stdout_open = False
@@ -191,11 +201,15 @@ class ScriptedTransport(Transport):
     def output_open(self) -> bool:
         return self._stdout_open
 
+    def partial(self) -> bytes:
+        return self._lines.partial
+
     def end_input(self) -> None:
-        if self._stdin_open:
-            self._stdin_open = False
-            if not self.ignores_eof:
+        if not self._eof_sent:
+            self._eof_sent = True
+            if self._stdin_open and not self.ignores_eof:
                 self._schedule(self.script.eof())
+            self._stdin_open = False
 
     def exit(self) -> Exit | None:
         return self._exit
@@ -205,6 +219,8 @@ class ScriptedTransport(Transport):
 
     def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
         began = self.now_s
+        if self._exit is not None:
+            return Ended("already_exited", 0.0, self._exit.code)
         self.end_input()
         how = "eof"
         self._run_until(self.now_s + grace_s)

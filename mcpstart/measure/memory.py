@@ -65,7 +65,7 @@ class SettleRule:
             return False
         recent = [(t, v) for t, v in samples if t >= now - self.slope_window_s]
         window = [v for t, v in samples if t >= now - self.drop_window_s]
-        if len(recent) < 3 or not max(window):
+        if len(recent) < 3 or not max(window) or not any(v for _, v in recent):
             return False
         mean_t = sum(t for t, _ in recent) / len(recent)
         mean_v = sum(v for _, v in recent) / len(recent)

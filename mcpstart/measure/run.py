@@ -28,6 +28,9 @@ from .settings import Settings
 from .warm import tool_session
 
 PHASES = ("first_byte", "tools_list", "first_call")
+NOTIFICATION_FLOOD = 1000
+"""Notifications over a row's sessions from which they are called a flood (a client shows
+a handful of log lines; thousands are work it must do before it can serve the user)."""
 
 
 @dataclass
@@ -318,6 +321,10 @@ def _finish(server: Server, settings: Settings, env: dict) -> None:
     for cause in server.skips.causes.values():
         row.fail(cause)
     row.warnings += server.traffic.warnings()
+    row.traffic = server.traffic.record()
+    total = sum(server.traffic.notifications.values())
+    if total >= NOTIFICATION_FLOOD:
+        row.warnings.append(warn.notification_flood(row.traffic["notifications"], total))
     if row.orphans:
         row.warnings.append(warn.orphans(len(row.orphans)))
     payload = row.payload or {}

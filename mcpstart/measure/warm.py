@@ -8,7 +8,7 @@ from collections.abc import Callable
 from .. import warnings as warn
 from ..command import Command
 from ..stats import summarize
-from ..stdio.session import Session, Traffic
+from ..stdio.session import Exited, Session, Traffic
 from ..wire import (REFERENCE_TOOL, SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
 from ..results import ServerResult
@@ -48,7 +48,7 @@ def tool_session(command: Command, settings: Settings, row: ServerResult, skips:
 def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips,
            progress: Callable[[str], None]) -> None:
     """The steps of ``tool_session`` on a started session, in order."""
-    initialize_result(session.wait(1, settings.timeout_s))
+    init = initialize_result(session.wait(1, settings.timeout_s))
     session.notify("notifications/initialized")
     listing = call_error = None
     if "tools/list" not in skips:  # a method that got no answer is not asked again
@@ -67,12 +67,19 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
                      "output_schema": bool(tool.get("outputSchema")) if tool else None,
                      "structured_content": None}
         row.warnings += listing.warnings
+        capabilities = init.get("capabilities")
+        if not (isinstance(capabilities, dict) and "tools" in capabilities):
+            row.warnings.append(warn.no_tools_capability())
     processes = session.processes
     if processes is None:
         row.skip_block("memory", "the transport has no process of the server to read")
     else:
         progress("idle memory")
-        settled, waited = memory.settle(processes, session.serve, settings.settle)
+        try:
+            settled, waited = memory.settle(processes, session.serve, settings.settle)
+        except Exited as err:  # an idle watchdog: no idle figure of a process that is gone
+            row.skip_block("memory", str(err))
+            raise
         row.memory = memory.idle_block(memory.idle_rows(processes), waited, settings.settle,
                                        settings.sampling, memory.sharing(processes))
         if not settled:

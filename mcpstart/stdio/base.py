@@ -33,12 +33,14 @@ class Frame:
 
     ``data`` excludes the frame's end; ``at_ns`` is ``time.perf_counter_ns()`` taken when the
     wait that delivered the frame's last byte woke up; ``crlf`` is True when a line ended in
-    CRLF.
+    CRLF; ``source`` is "stdout", or "stderr" for a line of the diagnostic stream that looks
+    like a JSON message (a server writing its answers to the wrong stream).
     """
 
     data: bytes
     at_ns: int
     crlf: bool = False
+    source: str = "stdout"
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Exit:
 @dataclass
 class Ended:
     """The result of a shutdown: ``how`` ("eof", "sigterm" or "sigkill": the step after which
-    no process was left), ``ms`` from its first step to the last process's exit, ``exit_code``
+    no process was left; "already_exited": none was left when it began), ``ms`` from its first step to the last process's exit, ``exit_code``
     of the spawned process where known, ``orphans`` (processes that had left the process group
     and were still running when it began: ``[{pid, cmdline}]``) and ``exited`` (every process
     seen exiting)."""
@@ -86,6 +88,9 @@ class Transport(ABC):
     first_byte_ns: int | None = None
     received_bytes: int = 0
     output_end_ns: int | None = None
+    input_refused_ns: int | None = None
+    """When the server's input first refused bytes mcpstart wrote (it closed its stdin), or
+    None; never set by mcpstart's own closing."""
 
     @abstractmethod
     def start(self, first_message: bytes | None = None, wait_s: float = 0.0) -> None:
@@ -114,6 +119,10 @@ class Transport(ABC):
     @abstractmethod
     def output_open(self) -> bool:
         """False once no further frame can arrive (stdout EOF)."""
+
+    @abstractmethod
+    def partial(self) -> bytes:
+        """The bytes of an unterminated last frame received so far (b"" when none)."""
 
     @abstractmethod
     def end_input(self) -> None:

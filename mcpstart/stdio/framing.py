@@ -11,9 +11,11 @@ MAX_LINE_BYTES = 256 << 20
 
 
 class LineBuffer:
-    """Collects chunks of stdout and hands out complete lines as Frames."""
+    """Collects chunks of a stream and hands out complete lines as Frames (``source`` names
+    the stream)."""
 
-    def __init__(self):
+    def __init__(self, source: str = "stdout"):
+        self.source = source
         self._partial = bytearray()
 
     def feed(self, chunk: bytes, at_ns: int) -> list[Frame]:
@@ -34,7 +36,7 @@ class LineBuffer:
             else:
                 raw = chunk[start:newline]
             crlf = raw.endswith(b"\r")
-            frames.append(Frame(raw[:-1] if crlf else raw, at_ns, crlf))
+            frames.append(Frame(raw[:-1] if crlf else raw, at_ns, crlf, self.source))
             start = newline + 1
             newline = chunk.find(b"\n", start)
         self._partial += chunk[start:]
@@ -44,6 +46,11 @@ class LineBuffer:
                                "stdout without a newline; the stdio transport frames each "
                                "message as one line")
         return frames
+
+    @property
+    def partial(self) -> bytes:
+        """The bytes after the last newline so far."""
+        return bytes(self._partial)
 
     def end(self, at_ns: int) -> list[Frame]:
         """At EOF: an unterminated last line (it still tells what the server wrote), else []."""

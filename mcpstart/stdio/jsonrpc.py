@@ -8,19 +8,130 @@ client can still use are accepted with a note (``Answer.irregular``): a one- or 
 batch array (the awaited element is used), a missing or wrong ``jsonrpc`` member, an id of
 another JSON type with the same value ("1" or 1.0 for 1). Deviations that leave no usable
 answer raise ``MalformedAnswer`` at once: both ``result`` and ``error`` or neither, an
-``error`` that is not an object, an answer with id null or without id, a message spread over
-several lines, the request itself written back (an echo).
+``error`` that is not an object, an answer with id null or without id, or with an id mcpstart
+never sent, a message spread over several lines, the request itself written back (an echo).
+
+What a line's bytes are (``decode``): mcpstart reads more leniently than the official SDKs, so
+that it recognises an answer a strict client would drop; where both SDKs' parsers reject the
+line (a byte order mark, bytes before the message, a raw control character in a string, NaN
+or Infinity), the answer fails at once saying so; where one of them accepts it (invalid UTF-8,
+which the TypeScript SDK's decoder replaces; duplicate keys), it is accepted with a note.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 MAX_JOINED_LINES = 10_000
 """How many following lines mcpstart joins to a line that starts like JSON but does not parse,
 to tell a message pretty-printed over several lines from noise."""
 MAX_JOINED_BYTES = 16 << 20
+MAX_INT_DIGITS = 4000
+"""Longer integers are read as floats: Python's int() refuses more than 4300 digits."""
+UTF8_BOM = b"\xef\xbb\xbf"
+_ID = re.compile(rb'"id"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*"|true|false|null)')
+_MEMBER = re.compile(rb'"(?:result|error|jsonrpc)"\s*:')
+STRICT = "JSON.parse in the TypeScript SDK and Python's json reject the whole line"
+
+
+@dataclass
+class Decoded:
+    """What one line's bytes are. ``value``: the JSON value (None when the line is none);
+    ``notes``: deviations a tolerant client accepts; ``strict``: why the official SDKs'
+    parsers reject the line although mcpstart read it; ``error``: why it is no JSON at all."""
+
+    value: object = None
+    notes: list[str] = field(default_factory=list)
+    strict: str | None = None
+    error: str | None = None
+
+
+def _loads(text: str, seen: set, strict: bool = True):
+    def constant(name: str) -> float:
+        seen.add("constant")
+        return float(name.replace("Infinity", "inf"))
+
+    def pairs(items: list) -> dict:
+        if len({k for k, _ in items}) < len(items):
+            seen.add("duplicate")
+        return dict(items)
+
+    return json.loads(text, strict=strict, parse_constant=constant, object_pairs_hook=pairs,
+                      parse_int=lambda s: int(s) if len(s) <= MAX_INT_DIGITS else float(s))
+
+
+def decode(data: bytes) -> Decoded:
+    """Read one line (line end and surrounding whitespace removed) as JSON, as leniently as
+    the answer can still be recognised (module doc). Never raises."""
+    out, seen = Decoded(), set()
+    if data.startswith(UTF8_BOM):
+        data, out.strict = data[3:], f"begins with a UTF-8 byte order mark; {STRICT}"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        out.notes.append("a line with invalid UTF-8, read with U+FFFD in place of the bad bytes "
+                         "as the TypeScript SDK's decoder does (a strict decoder such as "
+                         "Python's rejects the line)")
+    try:
+        try:
+            out.value = _loads(text, seen)
+        except ValueError as err:
+            if "control character" not in str(err):
+                raise
+            out.value = _loads(text, seen, strict=False)
+            out.strict = out.strict or f"holds a raw control character in a string; {STRICT}"
+    except RecursionError:
+        out.error = "it is nested deeper than the JSON parser allows"
+    except ValueError as err:
+        start = text.find("{")
+        out.error = f"not valid JSON: {err}"
+        if start > 0:
+            try:
+                value = _loads(text[start:], seen)
+            except (ValueError, RecursionError):
+                return out
+            if _is_message(value):
+                out.value, out.error = value, None
+                out.strict = (f"has {start} character(s) before the JSON message on its line "
+                              f"({text[:min(start, 20)]!r}); {STRICT}")
+        return out
+    if "constant" in seen:
+        out.strict = out.strict or ("holds NaN or Infinity, which JSON does not allow (RFC 8259, "
+                                    f"section 6); {STRICT}")
+    if "duplicate" in seen:
+        out.notes.append("an object with a duplicate key (parsers differ on which value wins; "
+                         "JSON.parse and Python keep the last)")
+    return out
+
+
+def _is_message(value) -> bool:
+    """A JSON object shaped like a JSON-RPC message (not a fragment of one)."""
+    return isinstance(value, dict) and ("jsonrpc" in value or "method" in value or (
+        "id" in value and ("result" in value or "error" in value)))
+
+
+def names_id(data: bytes, awaited_id) -> bool:
+    """True when a line that is not valid JSON still reads as a one-line message for the
+    awaited request: its ``"id"`` is the awaited id and it has a result, error or jsonrpc
+    member (a message cut off or broken, not the first line of a pretty-printed one)."""
+    match = _ID.search(data)
+    if match is None or not _MEMBER.search(data):
+        return False
+    try:
+        return same_id(json.loads(match.group(1)), awaited_id) is not None
+    except ValueError:
+        return False
+
+
+def unterminated(partial: bytes):
+    """The JSON value an unterminated last line holds (its first CR-separated part when it
+    uses CR alone), or None."""
+    first = partial.split(b"\r", 1)[0].strip()
+    value = decode(first).value if first[:1] in (b"{", b"[") else None
+    return value
 
 
 class MalformedAnswer(Exception):
@@ -62,13 +173,14 @@ class Answer:
 @dataclass
 class Parsed:
     """Everything one stdout line held. ``answer`` is the awaited response if the line held
-    it; ``requests`` are server-to-client requests to answer; ``notifications`` their
-    methods; ``noise`` is True for a line that is not JSON-RPC; ``stray`` lists responses to
-    no pending request; ``notes`` are irregularities of messages that are not the answer."""
+    it; ``requests`` are server-to-client requests to answer; ``notifications`` the
+    notifications; ``noise`` is True for a line that is not JSON-RPC; ``stray`` lists
+    responses to no pending request; ``notes`` are irregularities of messages that are not
+    the answer."""
 
     answer: Answer | None = None
     requests: list[dict] = field(default_factory=list)
-    notifications: list[str] = field(default_factory=list)
+    notifications: list[dict] = field(default_factory=list)
     stray: list[dict] = field(default_factory=list)
     noise: bool = False
     notes: list[str] = field(default_factory=list)
@@ -100,13 +212,15 @@ def _answer(message: dict, what: str, match: str, batch: bool) -> Answer:
 
 
 def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
-             batch: bool = False) -> Parsed:
+             batch: bool = False, sent: frozenset = frozenset()) -> Parsed:
     """Sort one parsed JSON value into a ``Parsed``.
 
     Args:
         value: what ``json.loads`` made of the line.
         awaited_id: the id of the pending request, or None when nothing is awaited.
         what: the pending request, as causes name it ("tools/list", "tools/call reverse_text").
+        sent: the ids of the requests mcpstart sent before the awaited one: an answer with
+            one of them is a stray (a duplicate); one with an id never sent fails.
 
     Raises:
         MalformedAnswer: an answer to the pending request that cannot be used.
@@ -114,7 +228,7 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
     parsed = parsed or Parsed()
     if isinstance(value, list) and value and not batch:
         for element in value:
-            classify(element, awaited_id, what, parsed, batch=True)
+            classify(element, awaited_id, what, parsed, batch=True, sent=sent)
         return parsed
     if not isinstance(value, dict) or not ("method" in value or "result" in value
                                            or "error" in value or "id" in value):
@@ -128,7 +242,7 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
         if value.get("id") is not None:
             parsed.requests.append(value)
         else:
-            parsed.notifications.append(str(value["method"]))
+            parsed.notifications.append(value)
         if value.get("jsonrpc") != "2.0":
             parsed.notes.append(f"a {'request' if 'id' in value else 'notification'} "
                                 "without \"jsonrpc\": \"2.0\"")
@@ -144,9 +258,14 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
             f"{what}: the server answered with {'id null' if 'id' in value else 'no id'} "
             f"({said}); it could not read or match the request")
     match = same_id(value["id"], awaited_id)
-    if match is None:
-        parsed.stray.append(value)
+    if match is None and any(same_id(value["id"], earlier) for earlier in sent):
+        parsed.stray.append(value)  # an earlier request answered again
         return parsed
+    if match is None:
+        raise MalformedAnswer(
+            f"{what}: the server answered with id {clip(value['id'], 40)}, an id mcpstart never "
+            f"sent (the pending request is id {json.dumps(awaited_id)}); no client can match "
+            "the answer to its request")
     parsed.answer = _answer(value, what, match, batch)
     return parsed
 

@@ -13,6 +13,7 @@ transport's clock.
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -80,6 +81,9 @@ class Traffic:
     stray_example: str | None = None
     irregular: Counter = field(default_factory=Counter)
     launcher_exit: dict | None = None
+    refused: Counter = field(default_factory=Counter)
+    unknown_progress: int = 0
+    stderr_messages: int = 0
 
     def merge(self, other: "Traffic") -> None:
         """Add ``other``'s counts to these (first examples win)."""
@@ -92,6 +96,20 @@ class Traffic:
         self.stray_example = self.stray_example or other.stray_example
         self.irregular.update(other.irregular)
         self.launcher_exit = self.launcher_exit or other.launcher_exit
+        self.refused.update(other.refused)
+        self.unknown_progress += other.unknown_progress
+        self.stderr_messages += other.stderr_messages
+
+    def record(self) -> dict:
+        """The results file's ``traffic`` block: counts per method of the notifications and
+        server requests, lines skipped, stray responses and JSON-RPC messages on stderr."""
+        return {"notifications": dict(sorted(self.notifications.items())),
+                "server_requests": dict(sorted(self.server_requests.items())),
+                "refused_requests": dict(sorted(self.refused.items())),
+                "noise_lines": self.noise_lines, "crlf_lines": self.crlf_lines,
+                "stray_responses": self.stray_responses,
+                "unknown_progress": self.unknown_progress,
+                "stderr_messages": self.stderr_messages}
 
     def warnings(self) -> list[dict]:
         """The stored warnings (warnings.py) for everything irregular the session saw."""
@@ -108,6 +126,10 @@ class Traffic:
             notes.append(warn.stray_responses(self.stray_responses, self.stray_example))
         if self.launcher_exit:
             notes.append(self.launcher_exit)
+        if self.unknown_progress:
+            notes.append(warn.unknown_progress(self.unknown_progress))
+        if self.stderr_messages:
+            notes.append(warn.stderr_messages(self.stderr_messages))
         return notes
 
 
@@ -132,7 +154,9 @@ class Session:
         self._backlog: deque[Frame] = deque()
         self._joined: list[bytes] | None = None
         self._pending: dict[int, tuple[str, int]] = {}
+        self._sent: set[int] = set()
         self._next_id = 1
+        self._last_sent_ns, self._last_what = 0, "the first request"
 
     # ----- start -----------------------------------------------------------------------
     @classmethod
@@ -156,6 +180,7 @@ class Session:
             first = jsonrpc.encode(first_request) if first_request else None
             if first_request:
                 session._pending[first_request["id"]] = (_what(first_request), 0)  # 0: t0
+                session._sent.add(first_request["id"])
                 session._next_id = first_request["id"] + 1
             with interrupts.shielded():  # an exit signal cannot separate spawn from _LIVE
                 session.transport.start(first, wait_s)
@@ -188,6 +213,7 @@ class Session:
         if params is not None:
             message["params"] = params
         self.transport.send(jsonrpc.encode(message))
+        self._last_sent_ns, self._last_what = self.transport.now_ns(), method
 
     def send_request(self, method: str, params: dict | None = None) -> int:
         """Write a request (as much as the pipe takes now; the rest during the wait).
@@ -200,6 +226,8 @@ class Session:
         sent = self.transport.now_ns()
         self.transport.send(data)
         self._pending[request_id] = (_what(message), sent)
+        self._last_sent_ns, self._last_what = sent, _what(message)
+        self._sent.add(request_id)
         return request_id
 
     def request(self, method: str, params: dict | None, timeout_s: float) -> Response:
@@ -244,14 +272,29 @@ class Session:
 
     def serve(self, seconds: float) -> None:
         """Keep the pipes served for ``seconds`` without awaiting anything (notifications,
-        server requests and stderr are handled, so the server never blocks on a pipe)."""
+        server requests and stderr are handled, so the server never blocks on a pipe).
+
+        Raises:
+            Exited: the server exited (or closed stdout) by itself meanwhile; the cause says
+                how long after mcpstart's last request.
+        """
         try:
-            self._serve(None, self.transport.clock() + seconds)
+            outcome = self._serve(None, self.transport.clock() + seconds)
         except (jsonrpc.MalformedAnswer, FrameTooLong):
-            pass
+            return
+        if outcome == "eof":
+            raise Exited(self._diagnose_eof(None))
 
     def _serve(self, request_id: int | None, deadline: float) -> Response | str:
-        """Handle lines until the answer to ``request_id`` (returned), "eof" or "timeout"."""
+        """Handle lines until the answer to ``request_id`` (returned), "eof" or "timeout".
+        While an unterminated line waits for its newline, the wait wakes every diagnosis
+        wait: a line that holds the awaited answer and got no newline in that time fails.
+
+        Raises:
+            MalformedAnswer: an evident answer no client can use (jsonrpc.py), an answer
+                without its newline, a request that could not be written (the server closed
+                its stdin), or the request cancelled by the server.
+        """
         transport = self.transport
         while True:
             while self._backlog:
@@ -259,11 +302,45 @@ class Session:
                 if answer is not None:
                     return answer
             if not transport.output_open:
-                return "eof" if request_id is not None else "timeout"
-            remaining = deadline - self.transport.clock()
+                return "eof"
+            if request_id is not None:
+                self._check_delivered(request_id)
+            remaining = deadline - transport.clock()
             if remaining <= 0:
                 return "timeout"
+            partial = transport.partial()
+            if partial and request_id is not None:
+                remaining = min(remaining, self.waits.diagnosis_s)
             self._backlog.extend(transport.receive(remaining))
+            if partial and not self._backlog and transport.partial() == partial:
+                self._unterminated(partial, request_id)
+
+    def _check_delivered(self, request_id: int) -> None:
+        """Fail when the server's stdin refused the awaited request (closed before it)."""
+        refused = self.transport.input_refused_ns
+        what, sent = self._pending[request_id]
+        if refused is not None and refused >= sent:
+            raise jsonrpc.MalformedAnswer(
+                f"{what}: the server closed its stdin, so mcpstart could not write the request "
+                "(the pipe refused it); it reads no further messages")
+
+    def _unterminated(self, partial: bytes, request_id: int) -> None:
+        """An unterminated line that got no more bytes for a diagnosis wait: fail if it holds
+        the awaited answer."""
+        what = self._pending[request_id][0]
+        value = jsonrpc.unterminated(partial)
+        if value is None:
+            return
+        try:
+            parsed = jsonrpc.classify(value, request_id, what, sent=frozenset(self._sent))
+        except jsonrpc.MalformedAnswer:
+            parsed = None
+        if parsed is None or parsed.answer is not None:
+            ending = "a CR alone" if b"\r" in partial else "no newline"
+            raise jsonrpc.MalformedAnswer(
+                f"{what}: the server wrote its answer with {ending} at the end and nothing more "
+                f"for {self.waits.diagnosis_s:g} s; the stdio transport ends every message "
+                "with a newline, so a client waits for it")
 
     # ----- one line ----------------------------------------------------------------------
     def _handle(self, line: Frame, request_id: int | None) -> Response | None:
@@ -273,27 +350,48 @@ class Session:
         if not text:
             return None
         what = self._pending[request_id][0] if request_id is not None else ""
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
+        decoded = jsonrpc.decode(text)
+        if line.source == "stderr":
+            return self._on_stderr(decoded, request_id, what)
         if self._joined is not None:
-            if isinstance(value, (dict, list)):
+            if isinstance(decoded.value, (dict, list)):
                 self._count_noise_lines(self._joined)
                 self._joined = None
             else:
                 return self._join(text, request_id, what, line)
-        if value is None:
+        if decoded.value is None:
             if text[:15].lower() == b"content-length:":
                 raise FramingError(
                     "the server uses Content-Length (LSP-style) framing; the MCP stdio "
                     f"transport is newline-delimited JSON (it wrote {jsonrpc.clip(text, 60)!r})")
+            if request_id is not None and jsonrpc.names_id(text, request_id):
+                raise jsonrpc.MalformedAnswer(
+                    f"{what}: the line with the answer cannot be read: {decoded.error}")
             if jsonrpc.looks_like_json_start(text):
                 self._joined = [text]
             else:
                 self._count_noise_lines([text])
             return None
-        return self._take(value, request_id, what, line)
+        for note in decoded.notes:
+            self.traffic.irregular[note] += 1
+        return self._take(decoded, request_id, what, line)
+
+    def _on_stderr(self, decoded, request_id, what: str) -> None:
+        """A stderr line that looks like JSON-RPC: counted; the awaited answer there fails."""
+        if not isinstance(decoded.value, (dict, list)):
+            return None
+        self.traffic.stderr_messages += 1
+        if request_id is None:
+            return None
+        try:
+            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=frozenset(self._sent))
+        except jsonrpc.MalformedAnswer:
+            return None
+        if parsed.answer is not None:
+            raise jsonrpc.MalformedAnswer(
+                f"{what}: the server wrote its answer on stderr; the stdio transport carries "
+                "messages on stdout only, so a client never sees it")
+        return None
 
     def _join(self, text: bytes, request_id, what: str, line: Frame) -> Response | None:
         """A line that continues a JSON value begun on an earlier line (case 12)."""
@@ -303,12 +401,11 @@ class Session:
             self._count_noise_lines(self._joined)
             self._joined = None
             return None
-        try:
-            value = json.loads(joined)
-        except ValueError:
+        value = jsonrpc.decode(joined).value
+        if value is None:
             return None
         lines, self._joined = len(self._joined), None
-        parsed = jsonrpc.classify(value, request_id, what)
+        parsed = jsonrpc.classify(value, request_id, what, sent=frozenset(self._sent))
         if parsed.answer is not None:
             raise jsonrpc.MalformedAnswer(
                 f"{what}: the server wrote one JSON message over {lines} lines; the stdio "
@@ -322,11 +419,17 @@ class Session:
         if lines and self.traffic.noise_example is None:
             self.traffic.noise_example = jsonrpc.clip(lines[0], 120)
 
-    def _take(self, value, request_id, what: str, line: Frame) -> Response | None:
-        parsed = jsonrpc.classify(value, request_id, what)
+    def _take(self, decoded, request_id, what: str, line: Frame) -> Response | None:
+        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=frozenset(self._sent))
         if parsed.noise:
             self._count_noise_lines([line.data.strip()])
-        self.traffic.notifications.update(parsed.notifications)
+        if decoded.strict and parsed.answer is not None:
+            raise jsonrpc.MalformedAnswer(f"{what}: the line with the answer {decoded.strict}")
+        if decoded.strict:
+            self.traffic.irregular[f"a message that {decoded.strict} (skipped)"] += 1
+            return None
+        for notification in parsed.notifications:
+            self._on_notification(notification, request_id, what)
         for note in parsed.notes:
             self.traffic.irregular[note] += 1
         for request in parsed.requests:
@@ -342,6 +445,20 @@ class Session:
         _, sent = self._pending.pop(request_id)
         return Response(parsed.answer.message, line.at_ns, len(line.data), sent or self.t0_ns)
 
+    def _on_notification(self, message: dict, request_id, what: str) -> None:
+        """Count a notification; one that cancels the awaited request ends its wait."""
+        method = str(message["method"])
+        self.traffic.notifications[method] += 1
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method == "notifications/progress":
+            self.traffic.unknown_progress += 1  # mcpstart never sends a progressToken
+        if (method == "notifications/cancelled" and request_id is not None
+                and jsonrpc.same_id(params.get("requestId"), request_id)):
+            reason = params.get("reason")
+            raise jsonrpc.MalformedAnswer(
+                f"{what}: the server cancelled the request (notifications/cancelled"
+                + (f", reason: {jsonrpc.clip(reason, 200)!r})" if reason is not None else ")"))
+
     def _answer_server_request(self, message: dict) -> None:
         method = str(message["method"])
         self.traffic.server_requests[method] += 1
@@ -352,6 +469,7 @@ class Session:
             reply["result"] = {"roots": []}
         else:
             reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
+            self.traffic.refused[method] += 1
         self.transport.send(jsonrpc.encode(reply))
 
     # ----- diagnosis --------------------------------------------------------------------
@@ -372,18 +490,26 @@ class Session:
         tail = self.stderr_tail().strip()
         return f"{cause}; stderr tail: {tail[-500:]!r}" if tail else f"{cause}; stderr was empty"
 
-    def _diagnose_eof(self, what: str) -> str:
+    def _diagnose_eof(self, what: str | None) -> str:
+        """Why stdout ended: an exit (its code or signal) or stdout closed by a server that
+        runs on; ``what`` None: while no request was pending (said against the last one)."""
         transport = self.transport
         deadline = transport.clock() + self.waits.shutdown_grace_s
         while transport.exit() is None and transport.clock() < deadline:
             transport.receive(deadline - transport.clock())
-        after = elapsed_ms(self.t0_ns, transport.output_end_ns or transport.now_ns())
+        end = transport.output_end_ns or transport.now_ns()
         ended = transport.exit()
+        how = _exit_words(ended) if ended else "closed stdout, but kept running"
+        if what is None:
+            after_s = (end - (self._last_sent_ns or self.t0_ns)) / 1e9
+            return self._with_stderr(f"the server {how} by itself {after_s:.1f} s after "
+                                     f"mcpstart's last request ({self._last_what})")
+        after = elapsed_ms(self.t0_ns, end)
         if ended is None:
             return self._with_stderr(f"{what}: the server closed stdout after {after:.0f} ms "
                                      "without answering, but kept running")
-        return self._with_stderr(f"{what}: the server exited with code {ended.code} after "
-                                 f"{after:.0f} ms before answering")
+        return self._with_stderr(f"{what}: the server {how} after {after:.0f} ms before "
+                                 "answering")
 
     def _diagnose_timeout(self, request_id: int, timeout_s: float) -> str:
         """Why no answer came: it answers only at stdin EOF (stdout not flushed), it speaks
@@ -399,6 +525,10 @@ class Session:
             return (f"{cause}; the answer came only after stdin was closed: the server does "
                     "not flush stdout after each message (block-buffered output, e.g. "
                     "Python without -u)")
+        if self.traffic.refused:
+            cause += ("; it asked mcpstart for " + ", ".join(sorted(self.traffic.refused))
+                      + ", answered -32601 (method not found: mcpstart declares no client "
+                      "capabilities), and may be waiting on that")
         if self.transport.received_bytes == 0:
             cause += " (nothing at all on stdout)"
             framing = _probe_lsp_framing(self.transport.fresh(),
@@ -482,6 +612,17 @@ def _probe_lsp_framing(transport: Transport, wait_s: float) -> str | None:
     finally:
         probe.shutdown(grace_s=0.1)
     return None
+
+
+def _exit_words(ended) -> str:
+    """"exited with code 1", "was killed by signal 9 (SIGKILL)", "exited" (code unknown)."""
+    if ended.signal:
+        try:
+            name = signal.Signals(ended.signal).name
+        except ValueError:
+            name = "unknown"
+        return f"was killed by signal {ended.signal} ({name})"
+    return "exited" if ended.code is None else f"exited with code {ended.code}"
 
 
 def _what(message: dict) -> str:

@@ -39,6 +39,8 @@ SIGDEF = (signal.SIGPIPE, signal.SIGXFSZ)
 exec."""
 STDERR_CHUNK = 1 << 16
 STDERR_TAIL_BYTES = 2000
+STDERR_LINE_BYTES = 1 << 16
+"""Longest stderr line looked at as a possible JSON message (longer ones are only tailed)."""
 
 
 
@@ -177,6 +179,8 @@ class StdioTransport(Transport):
         self._stderr_tail: deque[bytes] = deque()
         self._stderr_kept = 0
         self._stderr_open = True
+        self._stderr_line = bytearray()
+        self._stderr_frames: list[Frame] = []
         self._first = select.poll()
         self._first.register(self._stdout, select.POLLIN)
         self._first.register(self._stderr, select.POLLIN)
@@ -251,8 +255,12 @@ class StdioTransport(Transport):
     # ----- writing ---------------------------------------------------------------------
     def send(self, data: bytes) -> None:
         """Queue ``data`` for the server's stdin and write as much as the pipe takes now; the
-        rest goes out during later ``receive`` calls. Dropped silently once stdin is closed."""
-        if self._stdin < 0 or self._stdin_close_requested:
+        rest goes out during later ``receive`` calls. Dropped once stdin is closed (noted in
+        ``input_refused_ns`` when the server closed it)."""
+        if self._stdin_close_requested:
+            return
+        if self._stdin < 0:
+            self._refused()
             return
         self._pending_out += data
         self._flush()
@@ -265,10 +273,15 @@ class StdioTransport(Transport):
                 return
             except OSError:  # EPIPE: the server closed stdin or exited
                 self._pending_out.clear()
+                self._refused()
                 break
             del self._pending_out[:written]
         if self._stdin_close_requested:
             self._close_stdin_now()
+
+    def _refused(self) -> None:
+        if self.input_refused_ns is None and not self._stdin_close_requested:
+            self.input_refused_ns = time.perf_counter_ns()
 
     def end_input(self) -> None:
         """Close the server's stdin once the queued bytes are written (EOF for the server)."""
@@ -324,9 +337,11 @@ class StdioTransport(Transport):
                 frames += self._read_stdout(woke_ns)
                 stop = stop or self._stdout < 0
             elif fd == self._stderr:
-                self._read_stderr()
+                self._read_stderr(woke_ns)
             elif fd == self._stdin:
                 if event & (select.POLLERR | select.POLLHUP):
+                    if self._pending_out:
+                        self._refused()
                     self._close_stdin_now()
                 else:
                     self._flush()
@@ -335,6 +350,8 @@ class StdioTransport(Transport):
                 stop = True
         if self._exited_ns is not None and self._output_open_at_exit is None:
             self._output_open_at_exit = self._stdout >= 0
+        if self._stderr_frames:
+            frames, self._stderr_frames = frames + self._stderr_frames, []
         return frames, stop
 
     def register(self, poller: select.poll) -> list[int]:
@@ -366,7 +383,7 @@ class StdioTransport(Transport):
         self.received_bytes += len(chunk)
         return self._lines.feed(chunk, now)
 
-    def _read_stderr(self) -> None:
+    def _read_stderr(self, now: int) -> None:
         try:
             chunk = os.read(self._stderr, STDERR_CHUNK)
         except BlockingIOError:
@@ -374,10 +391,22 @@ class StdioTransport(Transport):
         if not chunk:
             self._stderr_open = False
             return
+        self._stderr_messages(chunk, now)
         self._stderr_tail.append(chunk)
         self._stderr_kept += len(chunk)
         while self._stderr_kept - len(self._stderr_tail[0]) >= STDERR_TAIL_BYTES:
             self._stderr_kept -= len(self._stderr_tail.popleft())
+
+    def _stderr_messages(self, chunk: bytes, now: int) -> None:
+        """Keep the stderr lines that look like JSON messages as frames (source "stderr")."""
+        lines = (bytes(self._stderr_line) + chunk).split(b"\n")
+        self._stderr_line = bytearray(lines.pop()[:STDERR_LINE_BYTES])
+        for line in lines:
+            if line.lstrip()[:1] in (b"{", b"[") and (b'"id"' in line or b'"jsonrpc"' in line):
+                self._stderr_frames.append(Frame(line.rstrip(b"\r"), now, False, "stderr"))
+
+    def partial(self) -> bytes:
+        return self._lines.partial
 
     def read_fds(self) -> list[int]:
         """The stdout and stderr ends still open (drained while the processes exit)."""
@@ -392,7 +421,7 @@ class StdioTransport(Transport):
                 except FrameTooLong:
                     pass
             else:
-                self._read_stderr()
+                self._read_stderr(time.perf_counter_ns())
 
     def stderr_tail(self) -> str:
         """The last ~2000 bytes the server wrote to stderr, decoded leniently."""
@@ -417,13 +446,15 @@ class StdioTransport(Transport):
         end and pidfd is closed.
 
         ``Ended.ms`` runs from closing stdin to the moment the last process exited, as a
-        pidfd reported it (resolution: one poll wake-up, well under 0.1 ms).
+        pidfd reported it (resolution: one poll wake-up, well under 0.1 ms); ``how`` is
+        "already_exited" (ms 0) when no process of the server was left to end.
         """
         processes = self.processes
         alive = [p.pid for p in processes.scan()]
         start = time.perf_counter_ns()
         self.end_input()
-        how, last = "eof", processes.wait_gone(grace_s, self)
+        how, last = ("eof", processes.wait_gone(grace_s, self)) if alive else \
+            ("already_exited", start)
         for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
                                 ("sigkill", signal.SIGKILL,
                                  grace_s if kill_wait_s is None else kill_wait_s)):

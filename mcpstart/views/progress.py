@@ -216,7 +216,7 @@ class Display:
         return click.style(text, fg=color)
 
     def _write(self, text: str) -> None:
-        self.stream.write(text)
+        self.stream.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
         self.stream.flush()
 
     def _permanent(self, text: str, color: str | None = None) -> None:

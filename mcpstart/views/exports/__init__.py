@@ -64,7 +64,7 @@ class ExportManager:
         for name, target in self.targets.items():
             if target != "-":
                 text = exporter(EXPORTS[name]).render(results_list, labels)
-                Path(target).write_text(text, encoding="utf-8")
+                Path(target).write_text(printable(text), encoding="utf-8")
 
     def stdout(self, results_list, labels=None) -> str | None:
         """The text of the ``-`` target, which replaces the table on stdout; None without one."""
@@ -92,4 +92,10 @@ def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics
         exports.write(loaded, labels)
     except OSError as err:
         raise ExportError(f"cannot write {err.filename}: {err.strerror or err}") from err
-    return exports.stdout(loaded, labels) or text
+    return printable(exports.stdout(loaded, labels) or text)
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (from a server's strings) backslash-escaped, so that any
+    UTF-8 stream or file takes it."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
