@@ -31,7 +31,8 @@ class Out:
 
 
 def line(message) -> bytes:
-    """A JSON-RPC message as the stdio transport frames it."""
+    """A JSON-RPC message as the stdio transport frames it (compact, ASCII: a lone surrogate
+    in a string is written as its escape)."""
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
@@ -65,21 +66,30 @@ class GoodServer:
             return {}
         return KeyError(method)
 
-    def answer(self, message) -> list[Out]:
+    def reply(self, message) -> dict | None:
+        """The response to a client message (None: none, for a notification or no answer)."""
         if not isinstance(message, dict) or "id" not in message or "method" not in message:
-            return []
+            return None
         result = self.result(message["method"], message.get("params") or {})
         if result is None:
-            return []
+            return None
         reply = {"jsonrpc": "2.0", "id": message["id"]}
         if isinstance(result, Exception):
             reply["error"] = {"code": -32601, "message": f"Method not found: {result}"}
         else:
             reply["result"] = result
-        return [Out("stdout", line(reply))]
+        return reply
+
+    def answer(self, message) -> list[Out]:
+        reply = self.reply(message)
+        return [] if reply is None else [Out("stdout", line(reply))]
 
     def eof(self) -> list[Out]:
         return [Out("exit", code=0)]
+
+    def fresh(self) -> "GoodServer":
+        """The same server for another process (a diagnosis in a fresh process)."""
+        return type(self)()
 
 
 @dataclass
@@ -116,10 +126,11 @@ class ScriptedTransport(Transport):
         self._stderr = bytearray()
         self._input = bytearray()
         self.waits: list[tuple[float, str]] = []
+        self.lifetime_s: float | None = None
         self.sent: list = []
 
     def fresh(self) -> "ScriptedTransport":
-        return ScriptedTransport(type(self.script)(), self.ignores_eof, self.ignores_sigterm)
+        return ScriptedTransport(self.script.fresh(), self.ignores_eof, self.ignores_sigterm)
 
     def clock(self) -> float:
         return self.now_s
@@ -156,17 +167,25 @@ class ScriptedTransport(Transport):
             self.sent.append(message)
             self._schedule(self.script.answer(message))
 
-    def receive(self, timeout_s: float) -> list[Frame]:
+    def receive(self, timeout_s: float, quiet_s: float | None = None) -> list[Frame]:
         deadline = self.now_s + max(timeout_s, 0)
-        while self._events and self._events[0].at_s <= deadline:
+        quiet_until = self.now_s + (quiet_s or 0)
+        while True:
+            if quiet_s is not None and self._lines.partial:
+                until = min(deadline, quiet_until)
+            else:
+                until = deadline
+            if not (self._events and self._events[0].at_s <= until):
+                break
             event = self._events.pop(0)
             self.now_s = max(self.now_s, event.at_s)
+            quiet_until = self.now_s + (quiet_s or 0)
             frames, stop = self._apply(event.out)
             if frames or stop:
                 self.waits.append((timeout_s, "frames" if frames else "end"))
                 return frames
-        self.now_s = deadline
-        self.waits.append((timeout_s, "timeout"))
+        self.now_s = until
+        self.waits.append((timeout_s, "quiet" if until < deadline else "timeout"))
         return []
 
     def _apply(self, out: Out) -> tuple[list[Frame], bool]:
@@ -219,6 +238,7 @@ class ScriptedTransport(Transport):
 
     def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
         began = self.now_s
+        self.lifetime_s = self.now_s
         if self._exit is not None:
             return Ended("already_exited", 0.0, self._exit.code)
         self.end_input()
@@ -233,6 +253,7 @@ class ScriptedTransport(Transport):
             how = "sigkill"
             self._schedule([Out("exit", code=-9, signal=9)])
             self._run_until(self.now_s + (grace_s if kill_wait_s is None else kill_wait_s))
+        self.lifetime_s = self.now_s
         return Ended(how, (self.now_s - began) * 1000, self._exit.code if self._exit else None)
 
     def _run_until(self, deadline: float) -> None:

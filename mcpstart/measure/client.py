@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from .. import warnings as warn
+from ..stdio.jsonrpc import json_bytes
 from ..stdio.session import Response, Session, SessionError
 from ..wire import REFERENCE_TOOL, ToolCall, paging_stop
 
@@ -87,7 +88,7 @@ class ToolList:
 
     @property
     def definitions_bytes(self) -> int:
-        return len(json.dumps(self.tools, ensure_ascii=False, separators=(",", ":")).encode())
+        return len(json_bytes(self.tools))
 
     def find(self, name: str) -> dict | None:
         """The listed tool called ``name``, or None."""

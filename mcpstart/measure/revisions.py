@@ -15,6 +15,7 @@ import time
 
 from .. import warnings as warn
 from ..command import Command
+from ..stdio.jsonrpc import clip
 from ..stdio.session import Exited, NoAnswer, Session, SessionError
 from ..wire import MODERN_REVISION, initialize_request, modern_request
 from . import spawn
@@ -67,9 +68,12 @@ def _outcome(session: Session, row: dict, timeout_s: float) -> None:
         if error is not None:
             row.update(outcome="error", error_code=error.get("code"),
                        error_message=error.get("message"), error_data=error.get("data"))
+        elif not isinstance(result, dict):
+            row.update(outcome="error", error_message=f"{row['method']} returned a result that "
+                                                      f"is not an object: {clip(result, 100)}")
         else:
-            row.update(outcome="answered", result=result if isinstance(result, dict) else None)
-            answer = row["result"] or {}
+            row.update(outcome="answered", result=result)
+            answer = result
             versions = answer.get("supportedVersions")
             row["answered"] = (", ".join(map(str, versions)) if isinstance(versions, list)
                                else answer.get("protocolVersion"))

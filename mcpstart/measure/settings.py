@@ -39,6 +39,8 @@ class Settings:
         probe_grace_s: the shutdown grace of a revision-matrix probe and of the unprobed
             first start of ``mcpstart revisions``.
         sampling: how often the peak sampler reads RSS and looks for new processes.
+        collect_garbage: collect garbage before every timed spawn (the collector is paused
+            through the spawn either way); tests that time nothing turn it off.
         spawner: how a Command becomes an unstarted Transport (the stdio transport; tests
             give a scripted one). Not recorded.
     """
@@ -60,6 +62,7 @@ class Settings:
     waits: Waits = Waits()
     probe_grace_s: float = 0.5
     sampling: Sampling = Sampling()
+    collect_garbage: bool = True
     spawner: Callable[[Command], Transport] = field(default=StdioTransport, compare=False,
                                                       repr=False)
 
@@ -85,7 +88,7 @@ class Settings:
             "rescan_interval_ms": self.sampling.rescan_s * 1000,
             "shutdown_grace_s": self.waits.shutdown_grace_s,
             "diagnosis_wait_s": self.waits.diagnosis_s,
-            "probe_grace_s": self.probe_grace_s,
+            "probe_grace_s": self.probe_grace_s, "collect_garbage": self.collect_garbage,
             "env_keys": sorted(self.env),
         }
 

@@ -32,7 +32,7 @@ from .settings import Settings
 
 
 @contextmanager
-def timed_window(pause_ms: float) -> Iterator[None]:
+def timed_window(pause_ms: float, collect: bool = True) -> Iterator[None]:
     """The state every timed spawn starts from (design.md): garbage collected now, the
     collector paused until the block ends (a collection would otherwise land inside a
     timed wait at random), then the fixed idle pause, during which nothing of mcpstart
@@ -40,7 +40,8 @@ def timed_window(pause_ms: float) -> Iterator[None]:
     C harness does, leaves the spawn's data in the CPU's caches when the clock starts
     (measured here on the C floor server: about 0.03 ms less than preparing before it)."""
     enabled = gc.isenabled()
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.disable()
     try:
         if pause_ms > 0:
@@ -69,7 +70,7 @@ def started(starts: Sequence[tuple[Command, dict | None]], settings: Settings, *
     with ExitStack() as stack:
         if timed:
             before_spawn()
-            stack.enter_context(timed_window(settings.pause_ms))
+            stack.enter_context(timed_window(settings.pause_ms, settings.collect_garbage))
         transports = []
         for command, _ in starts:
             try:

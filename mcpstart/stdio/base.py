@@ -107,9 +107,10 @@ class Transport(ABC):
         server's input is closed."""
 
     @abstractmethod
-    def receive(self, timeout_s: float) -> list[Frame]:
+    def receive(self, timeout_s: float, quiet_s: float | None = None) -> list[Frame]:
         """Wait at most ``timeout_s`` and return as soon as frames arrived, the output ended
-        or the process exited ([] for the last two and for a timeout).
+        or the process exited ([] for the last two and for a timeout); with ``quiet_s``, also
+        once an unterminated frame got no more bytes for that long ([]).
 
         Raises:
             FrameTooLong: a message longer than the transport buffers.

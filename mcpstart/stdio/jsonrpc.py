@@ -140,8 +140,19 @@ class MalformedAnswer(Exception):
 
 
 def encode(message: dict) -> bytes:
-    """One message as the stdio transport frames it: compact UTF-8 JSON and a bare newline."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """One message as the stdio transport frames it: compact UTF-8 JSON (``json_bytes``) and
+    a bare newline."""
+    return json_bytes(message) + b"\n"
+
+
+def json_bytes(value) -> bytes:
+    """``value`` as compact UTF-8 JSON; a string holding a lone surrogate (a server's, echoed
+    back) is written as its escape, as JSON.stringify does, since UTF-8 cannot hold it."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def same_id(received, awaited) -> str | None:

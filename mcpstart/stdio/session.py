@@ -287,8 +287,8 @@ class Session:
 
     def _serve(self, request_id: int | None, deadline: float) -> Response | str:
         """Handle lines until the answer to ``request_id`` (returned), "eof" or "timeout".
-        While an unterminated line waits for its newline, the wait wakes every diagnosis
-        wait: a line that holds the awaited answer and got no newline in that time fails.
+        An unterminated line that got no more bytes for a diagnosis wait and holds the
+        awaited answer fails (Transport.receive's ``quiet_s``).
 
         Raises:
             MalformedAnswer: an evident answer no client can use (jsonrpc.py), an answer
@@ -308,12 +308,12 @@ class Session:
             remaining = deadline - transport.clock()
             if remaining <= 0:
                 return "timeout"
-            partial = transport.partial()
-            if partial and request_id is not None:
-                remaining = min(remaining, self.waits.diagnosis_s)
-            self._backlog.extend(transport.receive(remaining))
-            if partial and not self._backlog and transport.partial() == partial:
-                self._unterminated(partial, request_id)
+            quiet = self.waits.diagnosis_s if request_id is not None else None
+            self._backlog.extend(transport.receive(remaining, quiet))
+            if quiet is not None and not self._backlog and transport.output_open:
+                partial = transport.partial()
+                if partial:
+                    self._unterminated(partial, request_id)
 
     def _check_delivered(self, request_id: int) -> None:
         """Fail when the server's stdin refused the awaited request (closed before it)."""

@@ -300,10 +300,11 @@ class StdioTransport(Transport):
         """False once stdout reached EOF."""
         return self._stdout >= 0
 
-    def receive(self, timeout_s: float) -> list[Frame]:
+    def receive(self, timeout_s: float, quiet_s: float | None = None) -> list[Frame]:
         """Serve the pipes for at most ``timeout_s`` seconds, returning as soon as one or more
-        complete stdout lines arrived, stdout reached EOF, or the spawned process exited.
-        stderr is drained into a tail and pending stdin bytes are written meanwhile.
+        complete stdout lines arrived, stdout reached EOF, or the spawned process exited; with
+        ``quiet_s``, also once an unterminated line got no more bytes for that long. stderr is
+        drained into a tail and pending stdin bytes are written meanwhile.
 
         Raises:
             FrameTooLong: more than framing.MAX_LINE_BYTES on stdout without a newline.
@@ -313,19 +314,28 @@ class StdioTransport(Transport):
             frames, stop = self.handle(events, woke)
             if frames or stop:
                 return frames
-        deadline = time.monotonic() + max(timeout_s, 0)
+        now = time.monotonic()
+        deadline, quiet_until = now + max(timeout_s, 0), now + (quiet_s or 0)
         poller = select.poll()
         while True:
             fds = self.register(poller)
             if not fds:
                 return []
-            remaining = deadline - time.monotonic()
-            events = poller.poll(max(remaining, 0) * 1000)
+            wait = deadline - time.monotonic()
+            if quiet_s is not None and self._lines.partial:
+                wait = min(wait, quiet_until - time.monotonic())
+            received = self.received_bytes
+            events = poller.poll(max(wait, 0) * 1000)
             frames, stop = self.handle(events, time.perf_counter_ns())
             for fd in fds:
                 poller.unregister(fd)
-            if frames or stop or time.monotonic() >= deadline:
+            now = time.monotonic()
+            if self.received_bytes != received and quiet_s is not None:
+                quiet_until = now + quiet_s
+            if frames or stop or now >= deadline:
                 return frames
+            if quiet_s is not None and self._lines.partial and now >= quiet_until:
+                return []
 
     def handle(self, events: list[tuple[int, int]], woke_ns: int) -> tuple[list[Frame], bool]:
         """Serve the ready fds (``woke_ns``: when ``poll`` returned them). Returns the

@@ -1,0 +1,117 @@
+"""The property-based fault harness: a scripted server plays a correct session, Hypothesis
+draws one to three mutations of it (tests/mutations.py: per message, per byte stream, per
+process) and where each strikes, and every case must keep the invariants:
+
+- mcpstart returns a row, never an internal error;
+- an evident answer or failure is acted on within the diagnosis wait: no process of the
+  case lives as long as --timeout (virtual time: which timer fired, not the wall clock),
+  unless a mutation there sent nothing evident;
+- the cause names what happened, in the server's terms (the kind's evidence);
+- everything measured before the fault stays in the row;
+- both results files are written and read back;
+- the table and the exports render.
+
+The run is fixed (derandomized); MCPSTART_FAULT_CASES sets how many cases (200 here; the
+long run: MCPSTART_FAULT_CASES=5000 python3 -m pytest tests/test_mutations.py).
+"""
+
+import json
+import os
+import tomllib
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from mcpstart.command import Command
+from mcpstart.measure import run
+from mcpstart.results import ServerResult, load
+from mcpstart.stdio.session import Waits
+from mcpstart.views.exports import exporter
+from mcpstart.views.table import table
+
+from conftest import fast
+from mutations import KINDS, METHODS, TIMEOUT_S, Mutation, MutatedServer
+from scripted import Spawner
+
+CASES = int(os.environ.get("MCPSTART_FAULT_CASES", "200"))
+FAILING = ("failed", "timeout")
+
+mutation = st.sampled_from(KINDS).flatmap(
+    lambda kind: st.sampled_from(kind.methods).map(lambda method: Mutation(kind.name, method)))
+cases = st.lists(mutation, min_size=1, max_size=3, unique_by=lambda m: m.method)
+
+
+def measure(mutations):
+    spawner = Spawner({"server": lambda: MutatedServer(tuple(mutations))})
+    settings_ = fast(spawner=spawner, runs=1, warmup=0, round_trips=2, payload_bytes=2000,
+                     timeout_s=TIMEOUT_S, probe_timeout_s=5.0, order="sequential",
+                     waits=Waits(shutdown_grace_s=2.0, diagnosis_s=2.0))
+    servers = [run.Server(ServerResult("server"), Command(["server"]))]
+    return run.measure(servers, settings_, ["mcpstart", "measure"], {}), spawner
+
+
+def reached(mutations, spawner) -> list[Mutation]:
+    """The mutations whose method some process was asked, in session order."""
+    asked = {m.get("method") for _, t in spawner.made for m in t.sent if isinstance(m, dict)}
+    hit = [m for m in mutations if m.method in asked]
+    return sorted(hit, key=lambda m: METHODS.index(m.method))
+
+
+def said(row) -> str:
+    """Everything the row says: its reason, warnings and the revision matrix's errors."""
+    parts = [row.reason or ""] + [str(w.get("detail")) for w in row.warnings]
+    for probe in (row.protocol or {}).get("matrix") or []:
+        parts.append(f"{probe['outcome']}: {probe.get('error_message') or ''}")
+    return "\n".join(parts)
+
+
+def check(mutations, tmp_path) -> None:
+    results, spawner = measure(mutations)
+    (row,) = results.servers
+    text = said(row)
+    assert "mcpstart could not measure this server" not in text, text
+    hit = reached(mutations, spawner)
+    failing = [m for m in hit if m.spec.expect in FAILING]
+    if not any(m.spec.expect == "timeout" for m in hit):
+        lives = [t.lifetime_s for _, t in spawner.made]
+        assert max(lives) < TIMEOUT_S, (lives, text)  # acted on before the timeout fired
+    broken = {m.method for m in failing}
+    for m in hit:
+        evidence = m.spec.evidence
+        if m.spec.needs in broken:
+            continue
+        if m.spec.expect == "timeout" and m.method == "server/discover":
+            assert "no_answer" in text or evidence in text, (m, text)
+        elif evidence is not None:
+            assert evidence in text, (m, text)
+    first = next((m for m in failing if m.method != "server/discover"), None)
+    if first is None:
+        assert row.status == "ok", (row.reason, text)
+    else:
+        assert row.status == "failed"
+        if first.method != "initialize":  # what came before the fault stays
+            assert row.handshake_ms["n"] == 1 and row.handshake_ms["median"] is not None
+        if first.method == "tools/call":
+            assert row.tools is not None and row.tools["count"] == 1
+    path = tmp_path / "results.json"
+    results.save(path)
+    loaded = load(path)
+    assert loaded.to_dict() == json.loads(path.read_text())
+    tomllib.loads(path.with_suffix(".toml").read_text(encoding="utf-8"))
+    table([loaded])
+    exporter("long_csv").render([loaded])
+    exporter("hyperfine_json").render([loaded])
+
+
+@settings(max_examples=CASES, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(cases)
+def test_every_mutation_of_a_good_answer_keeps_the_invariants(tmp_path, mutations):
+    check(mutations, tmp_path)
+
+
+def test_every_kind_alone_at_every_point(tmp_path):
+    """Each kind of the grammar alone, at each method it may strike (the cases Hypothesis
+    builds on)."""
+    for kind in KINDS:
+        for method in kind.methods:
+            check([Mutation(kind.name, method)], tmp_path)
