@@ -42,6 +42,13 @@ CASES = {
     "15-call-error": "--call-error",
     "15-exit-on-large": "--exit-on-large",
     "16-only-initialize": "--only-initialize",
+    "17-deep-nesting": "--deep-small-call 100000",
+    "17-idle-watchdog": "--idle-exit 2",
+    "17-cancelled": "--cancel-call",
+    "17-blocked-on-sampling": "--sampling-call",
+    "17-answer-on-stderr": "--answer-on-stderr",
+    "17-flood": "--flood 20000",
+    "17-no-tools-capability": "--no-tools-capability",
 }
 
 

@@ -17,7 +17,12 @@ long run: MCPSTART_FAULT_CASES=5000 python3 -m pytest tests/test_mutations.py).
 
 import json
 import os
+import sys
+import time
 import tomllib
+from pathlib import Path
+
+import psutil
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -25,11 +30,12 @@ from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.results import ServerResult, load
 from mcpstart.stdio.session import Waits
+from mcpstart.stdio.tree import child_subreaper
 from mcpstart.views.exports import exporter
 from mcpstart.views.table import table
 
 from conftest import fast
-from mutations import KINDS, METHODS, TIMEOUT_S, Mutation, MutatedServer
+from mutations import BY_NAME, KINDS, METHODS, TIMEOUT_S, Mutation, MutatedServer
 from scripted import Spawner
 
 CASES = int(os.environ.get("MCPSTART_FAULT_CASES", "200"))
@@ -66,14 +72,19 @@ def said(row) -> str:
 
 def check(mutations, tmp_path) -> None:
     results, spawner = measure(mutations)
+    hit = reached(mutations, spawner)
+    if not any(m.spec.expect == "timeout" for m in hit):
+        lives = [t.lifetime_s for _, t in spawner.made]
+        assert max(lives) < TIMEOUT_S, (lives, said(results.servers[0]))  # not the timeout
+    keeps_invariants(results, hit, tmp_path)
+
+
+def keeps_invariants(results, hit: list[Mutation], tmp_path) -> None:
+    """The invariants of a case whose mutations ``hit`` were reached (module doc)."""
     (row,) = results.servers
     text = said(row)
     assert "mcpstart could not measure this server" not in text, text
-    hit = reached(mutations, spawner)
     failing = [m for m in hit if m.spec.expect in FAILING]
-    if not any(m.spec.expect == "timeout" for m in hit):
-        lives = [t.lifetime_s for _, t in spawner.made]
-        assert max(lives) < TIMEOUT_S, (lives, text)  # acted on before the timeout fired
     broken = {m.method for m in failing}
     for m in hit:
         evidence = m.spec.evidence
@@ -115,3 +126,45 @@ def test_every_kind_alone_at_every_point(tmp_path):
     for kind in KINDS:
         for method in kind.methods:
             check([Mutation(kind.name, method)], tmp_path)
+
+
+SCRIPTED = Path(__file__).parent / "fakes" / "scripted_server.py"
+REAL_KINDS = [k for k in KINDS if k.expect != "timeout" and k.family == "process"] + [
+    BY_NAME[name] for name in ("split_writes", "no_final_newline", "invalid_utf8", "cut_off")]
+real_mutation = st.sampled_from(REAL_KINDS).flatmap(
+    lambda kind: st.sampled_from(kind.methods).map(lambda method: Mutation(kind.name, method)))
+REAL_TIMEOUT_S = 30.0
+
+
+def in_session_order(mutations) -> list[Mutation]:
+    """The mutations a real server's session reaches: those up to the first that fails
+    (server/discover runs in processes of its own)."""
+    hit = []
+    for m in sorted(mutations, key=lambda m: METHODS.index(m.method)):
+        hit.append(m)
+        if m.spec.expect in FAILING and m.method != "server/discover":
+            break
+    return hit + [m for m in mutations if m.method == "server/discover" and m not in hit]
+
+
+@settings(max_examples=10, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(real_mutation, min_size=1, max_size=2, unique_by=lambda m: m.method),
+       st.sampled_from([(), ("--child-holds-stdout",), ("--ignore-term",)]))
+def test_real_processes_keep_the_invariants(tmp_path, mutations, switches):
+    """A smaller set against real processes, for the faults a process makes: exits with a
+    code or a signal, closed pipes, floods, a child that keeps the pipes, a trapped SIGTERM.
+    With a 30 s timeout, every case must end well before it; nothing may be left running."""
+    plan = json.dumps([[m.kind, m.method] for m in mutations])
+    command = Command([sys.executable, str(SCRIPTED), plan, *switches])
+    settings_ = fast(runs=1, warmup=0, round_trips=2, payload_bytes=2000, timeout_s=REAL_TIMEOUT_S,
+                     probe_timeout_s=5.0, order="sequential")
+    began = time.monotonic()
+    with child_subreaper():
+        results = run.measure([run.Server(ServerResult("server"), command)], settings_,
+                              ["mcpstart", "measure"], {})
+    assert time.monotonic() - began < REAL_TIMEOUT_S
+    keeps_invariants(results, in_session_order(mutations), tmp_path)
+    left = [p.pid for p in psutil.process_iter(["cmdline"])
+            if str(SCRIPTED) in " ".join(p.info["cmdline"] or [])]
+    assert left == []

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from .. import warnings as warn
 from ..stdio.jsonrpc import json_bytes
-from ..stdio.session import Response, Session, SessionError
+from ..stdio.session import NoAnswer, Response, Session, SessionError
 from ..wire import REFERENCE_TOOL, ToolCall, paging_stop
 
 
@@ -172,12 +172,16 @@ def tool_error(call: ToolCall, outcome: CallResult) -> ProbeError:
 @dataclass
 class Skips:
     """Methods of one server that failed once and are not asked again in later runs
-    (fault-cases.md, case 16): method -> the cause."""
+    (fault-cases.md, case 16): method -> the cause; ``unanswered``: those that got no answer
+    at all, which the warm session does not wait for again either."""
 
     causes: dict[str, str] = field(default_factory=dict)
+    unanswered: set[str] = field(default_factory=set)
 
-    def note(self, method: str, cause: str) -> None:
-        self.causes.setdefault(method, cause)
+    def note(self, method: str, error: Exception | str) -> None:
+        self.causes.setdefault(method, str(error))
+        if isinstance(error, NoAnswer):
+            self.unanswered.add(method)
 
     def __contains__(self, method: str) -> bool:
         return method in self.causes

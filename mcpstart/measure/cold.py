@@ -90,13 +90,13 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
             sample["tools_list"] = elapsed_ms(session.t0_ns, listing.at_ns)
             sample["tools"] = listing
         except SessionError as err:
-            skips.note("tools/list", str(err))
+            skips.note("tools/list", err)
     if sample["tools"] is None or (call and f"tools/call {call.name}" in skips):
         return
     try:
         call = chosen_call(call, sample["tools"])
     except ProbeError as err:
-        skips.note(f"tools/call {call.name}", str(err))
+        skips.note(f"tools/call {call.name}", err)
         return
     if call and f"tools/call {call.name}" not in skips:
         try:
@@ -105,4 +105,4 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
                 raise tool_error(call, outcome)
             sample["first_call"] = elapsed_ms(session.t0_ns, outcome.response.at_ns)
         except SessionError as err:
-            skips.note(f"tools/call {call.name}", str(err))
+            skips.note(f"tools/call {call.name}", err)

@@ -126,12 +126,19 @@ def names_id(data: bytes, awaited_id) -> bool:
         return False
 
 
-def unterminated(partial: bytes):
-    """The JSON value an unterminated last line holds (its first CR-separated part when it
-    uses CR alone), or None."""
-    first = partial.split(b"\r", 1)[0].strip()
-    value = decode(first).value if first[:1] in (b"{", b"[") else None
-    return value
+def unterminated(partial: bytes) -> list:
+    """The JSON values an unterminated last line holds, one after another: messages a server
+    ended with CR alone, or with nothing at all."""
+    text = partial.decode("utf-8", "replace")
+    values, at, decoder = [], 0, json.JSONDecoder()
+    while (start := min((i for i in (text.find("{", at), text.find("[", at)) if i >= 0),
+                        default=-1)) >= 0:
+        try:
+            value, at = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            break
+        values.append(value)
+    return values
 
 
 class MalformedAnswer(Exception):

@@ -316,10 +316,10 @@ class Session:
                     self._unterminated(partial, request_id)
 
     def _check_delivered(self, request_id: int) -> None:
-        """Fail when the server's stdin refused the awaited request (closed before it)."""
-        refused = self.transport.input_refused_ns
-        what, sent = self._pending[request_id]
-        if refused is not None and refused >= sent:
+        """Fail when the server's stdin refused bytes: it reads no more, so the awaited
+        request was not (or not all) delivered."""
+        what, _ = self._pending[request_id]
+        if self.transport.input_refused_ns is not None:
             raise jsonrpc.MalformedAnswer(
                 f"{what}: the server closed its stdin, so mcpstart could not write the request "
                 "(the pipe refused it); it reads no further messages")
@@ -328,14 +328,13 @@ class Session:
         """An unterminated line that got no more bytes for a diagnosis wait: fail if it holds
         the awaited answer."""
         what = self._pending[request_id][0]
-        value = jsonrpc.unterminated(partial)
-        if value is None:
-            return
-        try:
-            parsed = jsonrpc.classify(value, request_id, what, sent=frozenset(self._sent))
-        except jsonrpc.MalformedAnswer:
-            parsed = None
-        if parsed is None or parsed.answer is not None:
+        for value in jsonrpc.unterminated(partial):
+            try:
+                parsed = jsonrpc.classify(value, request_id, what, sent=frozenset(self._sent))
+            except jsonrpc.MalformedAnswer:
+                parsed = None
+            if parsed is not None and parsed.answer is None:
+                continue
             ending = "a CR alone" if b"\r" in partial else "no newline"
             raise jsonrpc.MalformedAnswer(
                 f"{what}: the server wrote its answer with {ending} at the end and nothing more "
@@ -499,11 +498,13 @@ class Session:
             transport.receive(deadline - transport.clock())
         end = transport.output_end_ns or transport.now_ns()
         ended = transport.exit()
-        how = _exit_words(ended) if ended else "closed stdout, but kept running"
         if what is None:
             after_s = (end - (self._last_sent_ns or self.t0_ns)) / 1e9
-            return self._with_stderr(f"the server {how} by itself {after_s:.1f} s after "
-                                     f"mcpstart's last request ({self._last_what})")
+            how = (f"exited by itself ({_exit_words(ended).removeprefix('exited with ')})"
+                   if ended else "closed stdout by itself (and kept running)")
+            return self._with_stderr(f"the server {how} {after_s:.1f} s after its last request "
+                                     f"({self._last_what})")
+        how = _exit_words(ended) if ended else ""
         after = elapsed_ms(self.t0_ns, end)
         if ended is None:
             return self._with_stderr(f"{what}: the server closed stdout after {after:.0f} ms "

@@ -4,6 +4,7 @@
 import argparse
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -70,6 +71,21 @@ parser.add_argument("--print-env", action="store_true",
                     help="write the environment to stderr and exit 1 at once")
 parser.add_argument("--era-pinned", action="store_true",
                     help="the first message pins the era: initialize first -> legacy only")
+parser.add_argument("--deep-small-call", type=int, default=0, metavar="LEVELS",
+                    help="answer a small tools/call with a result nested this deep")
+parser.add_argument("--idle-exit", type=float, default=0, metavar="SECONDS",
+                    help="exit 0 this long after the last message (an idle watchdog)")
+parser.add_argument("--cancel-call", action="store_true",
+                    help="cancel every tools/call (notifications/cancelled) and never answer")
+parser.add_argument("--sampling-call", action="store_true",
+                    help="on tools/call ask sampling/createMessage and never answer the call")
+parser.add_argument("--answer-on-stderr", action="store_true",
+                    help="write the answers to tools/call on stderr")
+parser.add_argument("--flood", type=int, default=0, metavar="N",
+                    help="before answering initialize: N notifications/message, then N "
+                         "notifications/progress for a token nobody asked for")
+parser.add_argument("--no-tools-capability", action="store_true",
+                    help="initialize declares capabilities {} (tools/list still answers)")
 args = parser.parse_args()
 
 out = os.fdopen(1, "wb", buffering=1 << 30 if args.no_flush else 0)
@@ -130,6 +146,8 @@ pending = b""
 def read_line():
     global pending
     while b"\n" not in pending:
+        if args.idle_exit and not select.select([0], [], [], args.idle_exit)[0]:
+            sys.exit(0)  # the watchdog: nothing asked for a while
         chunk = os.read(0, 1 << 16)
         if not chunk:
             return None
@@ -201,6 +219,8 @@ def discover(message: dict) -> None:
 
 def handle(message: dict) -> None:
     method, mid = message.get("method"), message.get("id")
+    if method is None:  # the client's answer to a request of ours
+        return
     first = state["first"] is None
     if first:
         state["first"] = method
@@ -241,9 +261,16 @@ def handle(message: dict) -> None:
                 send({"jsonrpc": "2.0", "id": n, "method": asked})
                 reply = next_message()
                 assert reply and reply.get("id") == n and ("result" in reply or "error" in reply)
+        for n in range(args.flood):
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "debug", "data": f"tick {n}"}})
+        for n in range(args.flood):
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": "nobody-asked", "progress": n}})
         revision = args.revision or message["params"]["protocolVersion"]
         send({"jsonrpc": "2.0", "id": mid, "result": {
-            "protocolVersion": revision, "capabilities": {"tools": {}},
+            "protocolVersion": revision,
+            "capabilities": {} if args.no_tools_capability else {"tools": {}},
             "serverInfo": {"name": "fake", "version": "0"}}})
     elif method == "tools/list":
         tools = [tool(f"other_{n}") for n in range(args.pages - 1)] + [tool("reverse_text")]
@@ -262,6 +289,23 @@ def handle(message: dict) -> None:
         send({"jsonrpc": "2.0", "id": mid, "result": result})
     elif method == "tools/call":
         text = message["params"]["arguments"]["text"]
+        if args.deep_small_call and len(text) < 100:
+            levels = args.deep_small_call
+            write(b'{"jsonrpc":"2.0","id":%s,"result":{"content":[],"x":' % json.dumps(mid).encode()
+                  + b"[" * levels + b"]" * levels + b"}}" + end)
+            return
+        if args.cancel_call:
+            send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": mid, "reason": "request timed out on the server"}})
+            return
+        if args.sampling_call:
+            send({"jsonrpc": "2.0", "id": 500, "method": "sampling/createMessage",
+                  "params": {"messages": [], "maxTokens": 10}})
+            return
+        if args.answer_on_stderr:
+            os.write(2, json.dumps({"jsonrpc": "2.0", "id": mid, "result": {
+                "content": [{"type": "text", "text": reverse(text)}]}}).encode() + b"\n")
+            return
         if args.stderr_bytes:
             os.write(2, b"e" * args.stderr_bytes)
         if len(text) > LARGE and args.call_error:
