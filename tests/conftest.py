@@ -33,7 +33,7 @@ TOY_RECIPE = {
 }
 
 
-FAST_SETTLE = SettleRule(interval_s=0.05, slope_window_s=0.2, drop_window_s=0.3, v8_min_s=0,
+FAST_SETTLE = SettleRule(interval_s=0.05, slope_window_s=0.2, drop_window_s=0.3, min_s=0,
                          max_s=2)
 """A settle rule that ends in about 0.3 s on flat memory, for tests that are not about it."""
 FAST = Settings(pause_ms=0, settle=FAST_SETTLE, waits=Waits(shutdown_grace_s=0.5, diagnosis_s=0.5),

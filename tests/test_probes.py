@@ -7,13 +7,13 @@ import psutil
 import pytest
 
 from mcpstart.measure import revisions
-from mcpstart.measure.memory import SettleRule
+from mcpstart.measure.memory import Curve, SettleRule
 from mcpstart.measure.client import ProbeError, Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
 from mcpstart.stdio.tree import child_subreaper, is_subreaper
 
-from conftest import fast
+from conftest import fake_command, fast
 from test_faults import session_row
 
 MIB = 1024 * 1024
@@ -129,17 +129,27 @@ def test_a_bystander_child_of_the_host_program_is_left_alone(fake):
     assert bystander.wait(5) == -15  # its own wait() still returns its status
 
 
-def test_settle_rule_waits_for_a_late_drop_and_ends_early_on_flat_memory():
+def test_settle_rule_holds_for_every_process_whatever_its_runtime():
     rule = SettleRule()
-    flat = [(t / 10, 100 * MIB) for t in range(31)]
-    assert rule.settled(flat, node=False)
-    assert not rule.settled(flat, node=True)  # V8's memory reducer has not run yet
-    dropped = [(t / 10, (100 if t < 86 else 87) * MIB) for t in range(100)]
-    assert not rule.settled(dropped, node=True)  # the 13% drop is inside the last 3 s
-    settled = [(t / 10, (100 if t < 86 else 87) * MIB) for t in range(117)]
-    assert rule.settled(settled, node=True)
-    climbing = [(t / 10, int((100 + t) * MIB)) for t in range(50)]
-    assert not rule.settled(climbing, node=False)  # 1%/s slope
+    flat = Curve()
+    for step in range(101):
+        flat.add(step / 10, {1: 60 * MIB, 2: 40 * MIB})
+    assert rule.settled(flat)  # 10 s of flat memory: settled
+    early = Curve()
+    for step in range(50):
+        early.add(step / 10, {1: 60 * MIB})
+    assert not rule.settled(early)  # flat, but the 10 s floor has not passed
+    dropped = Curve()  # a launcher frees 40 MiB 9 s in; its child stays flat
+    for step in range(111):
+        dropped.add(step / 10, {1: (80 if step < 90 else 40) * MIB, 2: 30 * MIB})
+    assert not rule.settled(dropped)  # the drop is inside the last 3 s
+    for step in range(111, 130):
+        dropped.add(step / 10, {1: 40 * MIB, 2: 30 * MIB})
+    assert rule.settled(dropped)
+    moving = Curve()  # the tree's sum is flat, one process grows while the other shrinks
+    for step in range(120):
+        moving.add(step / 10, {1: (50 + step) * MIB, 2: (200 - step) * MIB})
+    assert not rule.settled(moving)
 
 
 def test_payload_text_has_no_symmetry():
@@ -242,3 +252,37 @@ def test_discover_without_result_type_is_not_modern(fake):
     protocol, warnings, _ = _matrix(fake("--discover", "2026-07-28", "--discover-no-result-type"))
     assert protocol["era"] == "legacy" and protocol["discover_versions"] is None
     assert warnings[0]["kind"] == "protocol" and "without resultType" in warnings[0]["detail"]
+
+
+def test_idle_memory_is_read_after_a_launcher_frees_what_it_held():
+    """A launcher that holds 40 MiB and frees them 9 s in (as uv does): the idle figure is
+    the tree after the drop, by the one settle rule (no runtime named), and the curve that
+    shows the drop is kept."""
+    row, _, error = session_row(fake_command("--launcher-frees", "40:9"), settle=SettleRule())
+    assert error is None
+    memory = row.memory
+    assert memory["settle_s"] >= 9 + 3 - 0.5  # the drop, then a 3 s window without one
+    launcher = next(p for p in memory["processes"] if p["pid"] == row_leader(memory))
+    assert launcher["idle_rss_bytes"] < 30 * MIB  # after the free: about 10 MiB of Python
+    curve = memory["settle_curve"]
+    series = curve["per_process"][str(launcher["pid"])]
+    assert max(v for v in series if v) - series[-1] >= 38 * MIB  # the drop is in the curve
+    assert memory["idle_rss_bytes"] == sum(p["idle_rss_bytes"] for p in memory["processes"])
+
+
+def row_leader(memory: dict) -> int:
+    """The spawned process: the one whose parent is not in the tree."""
+    pids = {p["pid"] for p in memory["processes"]}
+    return next(p["pid"] for p in memory["processes"] if p["ppid"] not in pids)
+
+
+def test_the_large_calls_peak_carries_no_growth_of_the_round_trips(fake):
+    """Small calls that each keep 40 MiB (a model loaded on the first conversions): the large
+    call runs from the idle session, before the round trips, and the memory just before it is
+    a figure of its own."""
+    row, _, error = session_row(fake("--grow-on-small", "40"), round_trips=3)
+    assert error is None and row.round_trip_ms["n"] == 3
+    memory = row.memory
+    assert memory["peak_state"] == "the idle session, before the warm round trips"
+    assert abs(memory["before_call_rss_bytes"] - memory["idle_rss_bytes"]) < 4 * MIB
+    assert memory["peak_rss_bytes_payload"] - memory["before_call_rss_bytes"] < 30 * MIB

@@ -176,7 +176,7 @@ def test_a_single_revision_and_tiny_sizes():
     doc["servers"][0]["footprint"]["artifact_bytes"] = 16 * 1024
     _, rows = grid(table(doc))
     assert rows["supported revisions"][0] == "2025-06-18"
-    assert rows["artifact (MiB)"][0] == "0.016"
+    assert rows["artifact (MiB)"][0] == "16.0 KiB"
 
 
 @pytest.mark.parametrize("path, value", [

@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psutil
 
@@ -17,10 +17,6 @@ from .. import warnings as warn
 from ..stdio.tree import ProcessSet
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-V8_MEMORY_REDUCER_S = 8.0
-"""V8's memory reducer starts its first garbage collection about 8 s after a Node.js isolate
-goes idle (v8 src/heap/memory-reducer.h, kLongDelayMs = 8000); measured here: the TypeScript
-reference server's RSS is flat for 8 s after tools/list, then falls 13%."""
 
 
 @dataclass(frozen=True)
@@ -34,37 +30,39 @@ class Sampling:
 
 @dataclass(frozen=True)
 class SettleRule:
-    """When idle memory counts as settled: RSS of the whole tree sampled every ``interval_s``;
-    settled once the least-squares slope over the last ``slope_window_s`` is under
+    """When idle memory counts as settled, one rule for every server whatever its runtime:
+    the RSS of each process of the tree (and their sum) sampled every ``interval_s``; settled
+    once, for each of them, the least-squares slope over the last ``slope_window_s`` is under
     ``max_slope`` (fraction per second) and the last ``drop_window_s`` held no drop of more
-    than ``max_drop`` (fraction of that window's maximum), and at least ``min_s`` have
-    passed (``v8_min_s`` when a process of the tree runs Node.js); at most ``max_s``."""
+    than ``max_drop`` (fraction of that window's maximum), and at least ``min_s`` have passed;
+    at most ``max_s``.
+
+    The floor: memory that is given back late must be waited out whatever the runtime. V8's
+    memory reducer collects about 8 s after a Node.js isolate goes idle (v8
+    src/heap/memory-reducer.h, kLongDelayMs = 8000); a uv launcher was seen holding 76-82 MiB
+    for about 9 s after the handshake, then 34 MiB. 10 s covers both."""
 
     interval_s: float = 0.1
     slope_window_s: float = 2.0
     max_slope: float = 0.005
     drop_window_s: float = 3.0
     max_drop: float = 0.01
-    min_s: float = 0.0
-    v8_min_s: float = V8_MEMORY_REDUCER_S + 1.5
-    max_s: float = 15.0
+    min_s: float = 10.0
+    max_s: float = 20.0
 
     def describe(self) -> str:
         """The rule in one line, as stored in the results (``settle_rule``)."""
-        return (f"RSS every {self.interval_s:g} s; slope over {self.slope_window_s:g} s under "
-                f"{self.max_slope * 100:g}%/s and no drop over {self.max_drop * 100:g}% in the "
-                f"last {self.drop_window_s:g} s; at least {self.v8_min_s:g} s for Node.js (V8 "
-                f"memory reducer); at most {self.max_s:g} s")
+        return (f"RSS of every process every {self.interval_s:g} s; each process and the tree: "
+                f"slope over {self.slope_window_s:g} s under {self.max_slope * 100:g}%/s and no "
+                f"drop over {self.max_drop * 100:g}% in the last {self.drop_window_s:g} s; at "
+                f"least {self.min_s:g} s, at most {self.max_s:g} s")
 
-    def settled(self, samples: list[tuple[float, int]], node: bool) -> bool:
-        """Whether ``samples`` ([(seconds since start, RSS bytes)]) show settled memory."""
-        if not samples:
-            return False
-        now = samples[-1][0]
-        if now < max(self.min_s, self.v8_min_s if node else 0, self.drop_window_s):
-            return False
-        recent = [(t, v) for t, v in samples if t >= now - self.slope_window_s]
-        window = [v for t, v in samples if t >= now - self.drop_window_s]
+    def flat(self, t_s: list[float], values: list[int]) -> bool:
+        """Whether one series (seconds since start, RSS bytes) is flat by the rule's slope
+        and drop windows at its end."""
+        now = t_s[-1]
+        recent = [(t, v) for t, v in zip(t_s, values) if t >= now - self.slope_window_s]
+        window = [v for t, v in zip(t_s, values) if t >= now - self.drop_window_s]
         if len(recent) < 3 or not max(window) or not any(v for _, v in recent):
             return False
         mean_t = sum(t for t, _ in recent) / len(recent)
@@ -73,6 +71,39 @@ class SettleRule:
                  / sum((t - mean_t) ** 2 for t, _ in recent))
         peak = max(window)
         return abs(slope) / mean_v < self.max_slope and peak - window[-1] <= self.max_drop * peak
+
+    def settled(self, curve: "Curve") -> bool:
+        """Whether ``curve`` shows settled memory: the floor passed, the tree and every
+        process still alive flat."""
+        if not curve.t_s or curve.t_s[-1] < max(self.min_s, self.drop_window_s):
+            return False
+        series = [curve.total] + [values for values in curve.per_process.values()
+                                  if values and values[-1] is not None]
+        return all(self.flat(curve.t_s, [v or 0 for v in values]) for values in series)
+
+
+@dataclass
+class Curve:
+    """The idle-memory curve the settle rule read: ``t_s`` seconds since the wait began;
+    ``total`` the tree's RSS in bytes at each; ``per_process`` pid -> RSS (None before the
+    process was seen or after it exited)."""
+
+    t_s: list[float] = field(default_factory=list)
+    total: list[int] = field(default_factory=list)
+    per_process: dict[int, list[int | None]] = field(default_factory=dict)
+
+    def add(self, t: float, readings: dict[int, int]) -> None:
+        for pid in readings.keys() - self.per_process.keys():
+            self.per_process[pid] = [None] * len(self.t_s)
+        for pid, values in self.per_process.items():
+            values.append(readings.get(pid))
+        self.t_s.append(t)
+        self.total.append(sum(readings.values()))
+
+    def record(self) -> dict:
+        """The results file's ``memory.settle_curve``: the same, times rounded to ms."""
+        return {"t_s": [round(t, 3) for t in self.t_s], "rss_bytes": list(self.total),
+                "per_process": {str(pid): values for pid, values in self.per_process.items()}}
 
 
 def rss(pid: int) -> int | None:
@@ -89,31 +120,21 @@ def tree_rss(processes: ProcessSet) -> int:
     return sum(v for p in processes.alive() if (v := rss(p.pid)) is not None)
 
 
-def _exe(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return ""
-
-
-def _runs_node(processes: ProcessSet) -> bool:
-    return any(os.path.basename(_exe(p.pid)) in ("node", "nodejs") for p in processes.alive())
-
-
-def settle(processes: ProcessSet, wait: Callable[[float], None],
-           rule: SettleRule) -> tuple[bool, float]:
+def settle(processes: ProcessSet, wait: Callable[[float], None], rule: SettleRule,
+           curve: Curve | None = None) -> tuple[bool, float]:
     """Wait until the tree's memory settles by ``rule``, calling ``wait(seconds)`` between
-    samples (the session keeps its pipes served there) and rescanning for processes.
+    samples (the session keeps its pipes served there) and rescanning for processes; the
+    samples go into ``curve``.
 
     Returns:
         ``(settled, waited_s)``.
     """
     start = time.monotonic()
-    samples: list[tuple[float, int]] = []
+    curve = Curve() if curve is None else curve
     while (elapsed := time.monotonic() - start) < rule.max_s:
         processes.scan()
-        samples.append((elapsed, tree_rss(processes)))
-        if rule.settled(samples, _runs_node(processes)):
+        curve.add(elapsed, {p.pid: v for p in processes.alive() if (v := rss(p.pid)) is not None})
+        if rule.settled(curve):
             return True, elapsed
         wait(rule.interval_s)
     return False, time.monotonic() - start

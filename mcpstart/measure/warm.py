@@ -75,13 +75,15 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         row.skip_block("memory", "the transport has no process of the server to read")
     else:
         progress("idle memory")
+        curve = memory.Curve()
         try:
-            settled, waited = memory.settle(processes, session.serve, settings.settle)
+            settled, waited = memory.settle(processes, session.serve, settings.settle, curve)
         except Exited as err:  # an idle watchdog: no idle figure of a process that is gone
             row.skip_block("memory", str(err))
             raise
         row.memory = memory.idle_block(memory.idle_rows(processes), waited, settings.settle,
                                        settings.sampling, memory.sharing(processes))
+        row.memory["settle_curve"] = curve.record()
         if not settled:
             row.warnings.append(warn.unsettled(waited))
     if listing is None:
@@ -99,20 +101,26 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
                                   "with --call TOOL")
         row.skip_block("round_trip_ms", "no tool to call")
         return
-    if settings.round_trips:
-        progress(f"{settings.round_trips} warm round trips")
-        try:
-            row.round_trip_ms = round_trips(session, call, settings.round_trips,
-                                            settings.timeout_s)
-        except (Exited, NoAnswer):
-            raise
-        except SessionError as err:  # an answer no client can use: the large call may work
-            row.fail(str(err))
-            row.skip_block("round_trip_ms", str(err))
-    else:
-        row.skip_block("round_trip_ms", "--round-trips 0")
+    try:  # first, from the idle state: the round trips' growth is not in its peak
+        _large_call(session, settings, row, call, processes, progress)
+    except (Exited, NoAnswer):
+        raise
+    except SessionError as err:  # the server still answers: the round trips are measured
+        _round_trips(session, settings, row, call, progress)
+        raise err
+    _round_trips(session, settings, row, call, progress)
+
+
+def _large_call(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
+                processes, progress: Callable[[str], None]) -> None:
+    """The large call twice (its round trip and exact marks, then the sampled peak) and the
+    Unicode check, from the idle session: ``memory.before_call_rss_bytes`` is the tree's RSS
+    just before it."""
     progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
     text = payload_text(settings.payload_bytes)
+    if processes is not None:
+        row.memory["before_call_rss_bytes"] = memory.tree_rss(processes)
+        row.memory["peak_state"] = "the idle session, before the warm round trips"
     exact = processes is not None and memory.reset_high_water_marks(processes)  # before it
     outcome = call_tool(session, call, text, settings.timeout_s)
     first_marks = memory.high_water_marks(processes) if exact else None
@@ -134,6 +142,23 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
     if call.verifiable:
         check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
         row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]
+
+
+def _round_trips(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
+                 progress: Callable[[str], None]) -> None:
+    """The warm round trips (``round_trip_ms``); an answer no client can use fails the row
+    and leaves them not measured."""
+    if not settings.round_trips:
+        row.skip_block("round_trip_ms", "--round-trips 0")
+        return
+    progress(f"{settings.round_trips} warm round trips")
+    try:
+        row.round_trip_ms = round_trips(session, call, settings.round_trips, settings.timeout_s)
+    except (Exited, NoAnswer):
+        raise
+    except SessionError as err:
+        row.fail(str(err))
+        row.skip_block("round_trip_ms", str(err))
 
 
 def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) -> dict:

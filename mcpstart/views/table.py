@@ -8,7 +8,6 @@ unexpected type, "?".
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shlex
@@ -53,11 +52,14 @@ def fmt_ms(value) -> str:
 
 
 def fmt_mib(value) -> str:
-    """Bytes as MiB with one decimal; two significant digits under 0.1 MiB (a 16 KiB
-    binary is "0.016", not "0.0")."""
-    mib = number(value) / MIB
-    places = 1 - math.floor(math.log10(abs(mib))) if 0 < abs(mib) < 0.05 else 1
-    return f"{mib:.{places}f}"
+    """Bytes as MiB with one decimal; under 0.1 MiB in KiB ("20.0 KiB"), under 1 KiB in
+    bytes ("340 B"), the unit then written out (the row's unit is MiB)."""
+    size = number(value)
+    if abs(size) < KIB:
+        return f"{size:.0f} B"
+    if abs(size) < 0.1 * MIB:
+        return f"{size / KIB:.1f} KiB"
+    return f"{size / MIB:.1f}"
 
 
 def _kib(value) -> str:
@@ -239,6 +241,8 @@ ROWS: list[Row] = [
     Row("memory.idle_pss_bytes", "idle PSS (MiB)", _plain(fmt_mib)),
     Row("memory.idle_uss_bytes", "idle USS (MiB)", _plain(fmt_mib)),
     Row("memory.processes", "processes in tree (idle RSS each)", _processes),
+    Row("memory.before_call_rss_bytes", "RSS just before the {payload} call (MiB)",
+        _plain(fmt_mib)),
     Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _peak,
         ("memory.peak_method",)),
     Row("payload.round_trip_ms", "{payload} call round trip (ms)", _plain(fmt_ms)),
@@ -428,36 +432,58 @@ PEAK_METHODS = {
 """The peak methods' notes; {ms} is the sampler's interval as the results file records it."""
 
 
-def _server_notes(cols) -> list[str]:
-    notes, shared, settled, methods = [], False, {}, {}
+def _server_notes(cols, rows: list[Row] | None) -> list[str]:
+    """The notes under the table, each once and only where it applies: failures always (they
+    explain a "-"); with ``rows`` (the rows --metrics chose), a warning, a block not
+    measured, the settle time, the PSS caveat and the peak method only where a shown row
+    reads their part of the file; one warning several servers share (a config's client
+    note) once, naming them."""
+    paths = [p for row in rows or [] for p in row.paths]
+
+    def shown(key: str | None) -> bool:
+        return rows is None or (key is not None and any(
+            p == key or p.startswith(key + ".") or key.startswith(p + ".") for p in paths))
+
+    notes, grouped, settled, methods, states = [], {}, {}, {}, set()
+    shared = False
     for header, _doc, _label, s in cols:
-        method, interval = dig(s, "memory.peak_method"), dig(s, "memory.sample_interval_ms")
-        if isinstance(method, str) and method in PEAK_METHODS:
-            methods.setdefault(method, set()).add(f"{interval:g}" if is_number(interval) else "?")
-        if s.get("status") in ("failed", "skipped") or s.get("reason"):
+        if s.get("status") in ("failed", "skipped", "interrupted") or s.get("reason"):
             notes.append(f"- {header} {s.get('status')}: {s.get('reason')}")
         warnings = s.get("warnings")
-        notes += [f"- {header} warning: {warning_text(w)}"
-                  for w in (warnings if isinstance(warnings, list) else [])]
+        for w in warnings if isinstance(warnings, list) else []:
+            if not isinstance(w, dict) or shown(w.get("metric")):
+                if warning_text(w) not in grouped:
+                    grouped[warning_text(w)] = []
+                    notes.append(warning_text(w))  # filled in below with its servers
+                grouped[warning_text(w)].append(header)
         skipped = s.get("not_measured")
-        if isinstance(skipped, dict) and skipped:
+        skipped = {k: v for k, v in (skipped.items() if isinstance(skipped, dict) else [])
+                   if shown(k)}
+        if skipped:
             notes.append(f"- {header} not measured (n/a): "
                          + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
-        settle_s = dig(s, "memory.settle_s")
-        if settle_s is not None:
-            rule = dig(s, "memory.settle_rule")
+        if shown("memory.idle_rss_bytes") and dig(s, "memory.settle_s") is not None:
+            settle_s, rule = dig(s, "memory.settle_s"), dig(s, "memory.settle_rule")
             settle = f"{settle_s:.3g}" if isinstance(settle_s, (int, float)) else str(settle_s)
             settled.setdefault(None if rule is None else str(rule), []).append(
                 f"{header} {settle} s")
-        shared |= any(dig(s, f"memory.idle_{k}_bytes") is not None for k in ("pss", "uss"))
+        shared |= any(shown(f"memory.idle_{k}_bytes") and dig(s, f"memory.idle_{k}_bytes")
+                      is not None for k in ("pss", "uss"))
+        method, interval = dig(s, "memory.peak_method"), dig(s, "memory.sample_interval_ms")
+        if shown("memory.peak_rss_bytes_payload") and isinstance(method, str) \
+                and method in PEAK_METHODS:
+            methods.setdefault(method, set()).add(f"{interval:g}" if is_number(interval) else "?")
+            if isinstance(dig(s, "memory.peak_state"), str):
+                states.add(dig(s, "memory.peak_state"))
         sharing = dig(s, "memory.sharing")
-        if isinstance(sharing, list) and sharing:
-            shown = ", ".join(f"pid {p.get('pid')} {_program(p.get('cmdline'))}"
-                              + (" (mcpstart itself)" if p.get("mcpstart") else "")
-                              if isinstance(p, dict) else str(p) for p in sharing[:3])
+        if shown("memory.idle_pss_bytes") and isinstance(sharing, list) and sharing:
+            listed = ", ".join(f"pid {p.get('pid')} {_program(p.get('cmdline'))}"
+                               + (" (mcpstart itself)" if p.get("mcpstart") else "")
+                               if isinstance(p, dict) else str(p) for p in sharing[:3])
             more = f" and {len(sharing) - 3} more" if len(sharing) > 3 else ""
             notes.append(f"- {header}: {len(sharing)} other process(es) share its executable, "
-                         f"so its PSS is lower than it would be alone: {shown}{more}")
+                         f"so its PSS is lower than it would be alone: {listed}{more}")
+    notes = [f"- {', '.join(grouped[n])} warning: {n}" if n in grouped else n for n in notes]
     notes += [f"- idle memory read after: {', '.join(times)}" + (f" ({rule})" if rule else "")
               for rule, times in settled.items()]
     if shared:
@@ -465,6 +491,7 @@ def _server_notes(cols) -> list[str]:
                      "counts in part (PSS) or not at all (USS) toward the server")
     notes += [f"- peak RSS, {PEAK_METHODS[m].format(ms='/'.join(sorted(methods[m])))}"
               for m in sorted(methods)]
+    notes += [f"- peak RSS measured from {state}" for state in sorted(states)]
     return notes
 
 
@@ -559,7 +586,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     labels_ = file_labels(docs, labels)
     machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
                         for doc, label in zip(docs, labels_))
-    notes = [note.replace("\n", "\n  ") for note in _server_notes(cols)]  # Markdown list item
+    notes = [note.replace("\n", "\n  ") for note in _server_notes(cols, rows if metrics else None)]  # Markdown list item
     if not cols:
         notes.append("- this results file holds no servers" if not several
                      else "- these results files hold no servers")

@@ -86,6 +86,12 @@ parser.add_argument("--flood", type=int, default=0, metavar="N",
                          "notifications/progress for a token nobody asked for")
 parser.add_argument("--no-tools-capability", action="store_true",
                     help="initialize declares capabilities {} (tools/list still answers)")
+parser.add_argument("--launcher-frees", default=None, metavar="MIB:SECONDS",
+                    help="a launcher: the spawned process holds MIB, serves through its child, "
+                         "and frees the MIB SECONDS after the start (as uv does)")
+parser.add_argument("--grow-on-small", type=int, default=0, metavar="MIB",
+                    help="every small tools/call keeps this many MiB more (a model loaded on "
+                         "the first conversions)")
 args = parser.parse_args()
 
 out = os.fdopen(1, "wb", buffering=1 << 30 if args.no_flush else 0)
@@ -294,6 +300,11 @@ def handle(message: dict) -> None:
             write(b'{"jsonrpc":"2.0","id":%s,"result":{"content":[],"x":' % json.dumps(mid).encode()
                   + b"[" * levels + b"]" * levels + b"}}" + end)
             return
+        if args.grow_on_small and len(text) < LARGE:
+            grown = bytearray(args.grow_on_small << 20)
+            for i in range(0, len(grown), 4096):
+                grown[i] = 1
+            state.setdefault("grown", []).append(grown)
         if args.cancel_call:
             send({"jsonrpc": "2.0", "method": "notifications/cancelled",
                   "params": {"requestId": mid, "reason": "request timed out on the server"}})
@@ -346,6 +357,17 @@ def main() -> None:
         subprocess.Popen(sleeper, start_new_session=True)
     if args.launcher and os.fork():
         os._exit(0)  # the spawned process leaves; its child keeps the pipes and serves
+    if args.launcher_frees:
+        child = os.fork()
+        if child:
+            mib, seconds = args.launcher_frees.split(":")
+            block = bytearray(int(mib) << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(float(seconds))
+            del block
+            _, status = os.waitpid(child, 0)
+            os._exit(os.waitstatus_to_exitcode(status))
     if args.helper_mib:
         state["helper"] = subprocess.Popen([*holder, str(args.helper_mib)])
     if args.double_fork_mib and os.fork() == 0:
