@@ -288,3 +288,13 @@ def number(value) -> float:
     if not is_number(value):
         raise TypeError(f"not a number: {value!r}")
     return value
+
+
+FLOOR = ("c", "mcpstart-c-floor")
+"""The floor server: the reference recipe's name and the name it gives in serverInfo."""
+
+
+def is_floor(server: dict) -> bool:
+    """True for the floor server's row (the minimal C server: the least any server scores)."""
+    return server.get("name") == FLOOR[0] and (
+        server.get("language") == "c" or dig(server, "server_info.name") == FLOOR[1])

@@ -59,6 +59,12 @@ class Kind(StrEnum):
     """the series' stdev is a large share of its mean."""
     LOAD = "load"
     """the load average exceeded the core count when the run started."""
+    DRIFT = "drift"
+    """compare: the floor server moved between the two files (the machine drifted)."""
+    NO_FLOOR = "no_floor"
+    """compare: no floor server in both files, so machine drift cannot be told apart."""
+    OTHER_MACHINE = "other_machine"
+    """compare: the two files come from different machines."""
 
 
 def warning(kind: Kind, detail: str, metric: str | None = None) -> dict:
@@ -205,3 +211,22 @@ def load(metric: str, load_average: float, cores: int) -> dict:
     return warning(Kind.LOAD, f"the 1-minute load average was {load_average:.2f} on {cores} "
                               "cores when the run started: other work competed for the CPU",
                    metric)
+
+
+# ---- compare (views/compare.py) ----------------------------------------------------------
+
+def drift(metric: str, ratio: float, p: float) -> dict:
+    return warning(Kind.DRIFT, f"the floor server moved x{ratio:.3f} (p {p:.3g}) between the "
+                               "files: the machine drifted; a server counts as slower only "
+                               f"beyond that", metric)
+
+
+def no_floor() -> dict:
+    return warning(Kind.NO_FLOOR, "the files do not both hold the floor server (measure "
+                                  "--floor): a change of the machine cannot be told from a "
+                                  "server's")
+
+
+def other_machine(old: str, new: str) -> dict:
+    return warning(Kind.OTHER_MACHINE, f"the files come from different machines ({old} / "
+                                       f"{new}): a difference may be the machine's")

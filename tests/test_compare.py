@@ -231,3 +231,46 @@ def test_other_formats(tmp_path, fmt):
     assert "handshake_ms" in result.output and "20.20 ms" in result.output
     assert ("**regression**" in result.output) == (fmt == "github")
     assert ("**" in result.output or "`" in result.output) == (fmt == "github")  # no Markdown
+
+
+def floor(scale: float = 1.0) -> dict:
+    return server("c", scale, language="c", server_info={"name": "mcpstart-c-floor"})
+
+
+def test_a_floor_that_moved_as_much_as_the_server_is_drift_not_a_regression(tmp_path):
+    """The same binary twice, 30 s apart, on a drifting machine: the Rust server 1.63 -> 2.17
+    ms while the floor (and a C harness) moved 1.60 -> 2.10: not exit 1."""
+    result = run_compare(tmp_path, results(floor(), server("rust")),
+                         results(floor(1.31), server("rust", scale=1.33)))
+    assert result.exit_code == 0, result.output
+    assert "the floor server moved x1.310" in result.output
+    assert "slower as the floor is (x1.310): the machine drifted" in result.output
+    assert "No regression." in result.output
+
+
+def test_a_server_slower_beyond_the_floors_drift_is_a_regression(tmp_path):
+    result = run_compare(tmp_path, results(floor(), server("rust")),
+                         results(floor(1.3), server("rust", scale=2.0)))
+    assert result.exit_code == 1, result.output
+    assert "rust handshake_ms" in result.output.splitlines()[-1]
+
+
+def test_without_the_floor_compare_says_it_cannot_tell_the_machine(tmp_path):
+    old = results(server("rust"))
+    new = results(server("rust", scale=2.0))
+    new["environment"] = {**new["environment"], "hostname": "other", "load_average": [3.5]}
+    result = run_compare(tmp_path, old, new)
+    assert result.exit_code == 1
+    assert "do not both hold the floor server" in result.output
+    assert "the files come from different machines" in result.output
+    assert "the 1-minute load average was 3.50 on 2 cores" in result.output
+    assert "--old-variant" in result.output
+
+
+def test_first_byte_is_a_row_only_where_it_differs_from_the_handshake():
+    same = server("go", phases_ms={"first_byte": summarize(HANDSHAKE), "tools_list": None,
+                                   "first_call": None})
+    rows = compare(results(same), results(same)).rows
+    assert "phases_ms.first_byte" not in {r.metric for r in rows}
+    rows = compare(results(server("go")), results(server("go"))).rows
+    assert "phases_ms.first_byte" in {r.metric for r in rows}

@@ -1,8 +1,8 @@
 """A results file written by mcpstart 0.2.0 is read as 0.2.0 read it: ``report`` prints the same
 long-form CSV and JSON and the same hyperfine exports, byte for byte, as 0.2.0 printed them
 (tests/fixtures/v0_2_0), and the same Markdown table but for what a later issue changed on
-purpose: sizes under 0.1 MiB in KiB or bytes, notes only for the metrics shown (the .md
-files hold that, the rest as 0.2.0 printed it)."""
+purpose: sizes under 0.1 MiB in KiB or bytes, notes only for the metrics shown, the floor's
+column named as the floor (the .md files hold that, the rest as 0.2.0 printed it)."""
 
 from pathlib import Path
 

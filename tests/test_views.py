@@ -135,7 +135,7 @@ COLD = "cold start, warm page cache: median [96.9% CI] (ms)"
 
 def test_rows_and_cells_of_a_full_file():
     header, rows = grid(table(results()))
-    assert header == ["metric", "c", "rust", "typescript", "python", "needs-key"]
+    assert header == ["metric", "c (floor)", "rust", "typescript", "python", "needs-key"]
     assert rows["status"] == ["ok", "ok", "ok", "ok", "failed"]
     assert rows["server name/version"][:2] == ["c-server 0.9", "rust-server 0.9"]
     assert rows["supported revisions"][0] == "2024-11..2026-07"
@@ -284,15 +284,16 @@ def second_file(**top) -> dict:
 def test_two_files_are_labelled():
     header, rows = grid(table([results(), second_file()], labels=["before", "after"],
                               metrics=["handshake_ms.median"]))
-    assert header[1:] == ["c (before)", "rust (before)", "typescript (before)", "python (before)",
-                          "needs-key (before)", "c (after)", "rust (after)"]
+    assert header[1:] == ["c (floor) (before)", "rust (before)", "typescript (before)",
+                          "python (before)", "needs-key (before)", "c (floor) (after)",
+                          "rust (after)"]
     assert rows[COLD][-1] == "2.50 [2.61, 3.90]"
     other = second_file(environment=dict(results()["environment"], hostname="bench-2"))
     assert grid(table([results(), other]))[0][-1] == "rust (bench-2)"
     later = second_file(created="2026-12-01T09:00:00+00:00")
-    assert grid(table([results(), later]))[0][-2:] == ["c (bench-1 2026-12-01)",
+    assert grid(table([results(), later]))[0][-2:] == ["c (floor) (bench-1 2026-12-01)",
                                                       "rust (bench-1 2026-12-01)"]
-    assert grid(table([results(), later]))[0][1] == "c (bench-1 2026-11-30)"
+    assert grid(table([results(), later]))[0][1] == "c (floor) (bench-1 2026-11-30)"
     with pytest.raises(ValueError, match="1 label.* for 2 file"):
         table([results(), later], labels=["one"])
 
@@ -323,7 +324,7 @@ def test_notes_under_the_table():
     at = lines.index("- needs-key failed: exited with code 1 after 52 ms before answering")
     assert lines[at + 1] == "  Error: FOO_API_KEY not set"
     assert "- needs-key not measured (n/a): footprint (no recipe: a bare command)" in lines
-    assert ("- idle memory read after: c 0.6 s, rust 0.6 s, typescript 0.6 s, python 0.6 s "
+    assert ("- idle memory read after: c (floor) 0.6 s, rust 0.6 s, typescript 0.6 s, python 0.6 s "
             "(RSS within 1% for 300 ms)") in lines
     assert any(l.startswith("- typescript: 1 other process(es) share its executable")
                and "pid 4242 node" in l and "other.js" not in l for l in lines)

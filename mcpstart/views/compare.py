@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..results import dig
+from .. import warnings as warn
+from ..results import dig, is_floor
 from ..stats import is_number, mann_whitney_greater, smallest_p, summarize
 
 SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
@@ -49,6 +50,8 @@ class Comparison:
     rows: list[Row] = field(default_factory=list)
     only_old: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+    """Stored warnings (warnings.py) about the comparison itself: drift, no floor, load."""
 
     @property
     def regressions(self) -> list[Row]:
@@ -112,6 +115,9 @@ def _values(row: dict, metric: str) -> list[float]:
 def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: float,
                 threshold_pct: float) -> Row | None:
     before, after = _values(old_row, metric), _values(new_row, metric)
+    if metric == "phases_ms.first_byte" and before == _values(old_row, "handshake_ms") \
+            and after == _values(new_row, "handshake_ms"):
+        return None  # the first byte is the handshake's own line: no row of its own
     if before and after:
         if metric in SERIES:
             return _series_row(name, metric, before, after, alpha, threshold_pct)
@@ -148,6 +154,8 @@ def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.
     """
     comparison = Comparison(alpha=alpha, threshold_pct=threshold_pct)
     old_servers, new_servers = _servers(old), _servers(new)
+    drift = _drift(old_servers, new_servers, alpha, threshold_pct, comparison.notes)
+    comparison.notes += _machines(old, new)
     comparison.only_old = [n for n in old_servers if n not in new_servers]
     comparison.only_new = [n for n in new_servers if n not in old_servers]
     for name, old_row in old_servers.items():
@@ -159,9 +167,48 @@ def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.
             comparison.rows.append(status)
         for metric in SERIES + SINGLES:
             row = _metric_row(name, metric, old_row, new_row, alpha, threshold_pct)
+            if row and row.regression and metric in drift and \
+                    row.ratio <= drift[metric] * (1 + threshold_pct / 100):
+                row.verdict, row.regression = (f"slower as the floor is (x{drift[metric]:.3f}): "
+                                               "the machine drifted"), False
             if row:
                 comparison.rows.append(row)
     return comparison
+
+
+def _drift(old_servers: dict, new_servers: dict, alpha: float, threshold_pct: float,
+           notes: list) -> dict[str, float]:
+    """metric -> the floor server's NEW/OLD median ratio, for each series in which the floor
+    (in both files) is significantly slower: what the machine's drift alone explains."""
+    floor = next((n for n, row in old_servers.items() if is_floor(row) and n in new_servers),
+                 None)
+    if floor is None:
+        notes.append(warn.no_floor())
+        return {}
+    drift = {}
+    for metric in SERIES:
+        before, after = _values(old_servers[floor], metric), _values(new_servers[floor], metric)
+        if before and after:
+            row = _series_row(floor, metric, before, after, alpha, threshold_pct)
+            if row.p is not None and row.p <= alpha and row.ratio and row.ratio > 1:
+                drift[metric] = row.ratio
+                notes.append(warn.drift(metric, row.ratio, row.p))
+    return drift
+
+
+def _machines(old: dict, new: dict) -> list[dict]:
+    """Warnings about where the two files were measured: other machines, a loaded one."""
+    notes = []
+    describe = [" ".join(str(dig(doc, f"environment.{k}") or "?") for k in ("hostname",
+                "cpu_model", "kernel")) for doc in (old, new)]
+    if describe[0] != describe[1]:
+        notes.append(warn.other_machine(*describe))
+    for side, doc in (("OLD", old), ("NEW", new)):
+        load, cores = dig(doc, "environment.load_average"), dig(doc, "environment.cpu_count")
+        load = load[0] if isinstance(load, list) and load else load
+        if is_number(load) and is_number(cores) and load > cores:
+            notes.append(warn.load(side, load, cores))
+    return notes
 
 
 def _value(metric: str, value) -> str:
@@ -216,6 +263,12 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
     for side, names in (("OLD", comparison.only_old), ("NEW", comparison.only_new)):
         if names:
             lines += ["", f"Only in {side}: {', '.join(names)}."]
+    if comparison.notes:
+        lines += [""] + [f"- {note['metric'] + ': ' if note['metric'] else ''}{note['detail']}"
+                         for note in comparison.notes]
+        lines.append("- a gate that a drifting machine cannot fool measures both builds in one "
+                     "interleaved run and compares them within it (--old-variant, "
+                     "--new-variant)")
     regressions = comparison.regressions
     lines.append("")
     if regressions:

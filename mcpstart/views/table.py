@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..results import dig, documents, is_number, name_of, number, servers
+from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
 
 MIB = 1024 * 1024
@@ -339,14 +339,17 @@ def file_labels(docs: list[dict], labels=None) -> list[str]:
     return out
 
 
-def columns(docs: list[dict], labels=None) -> list[tuple[str, dict, str, dict]]:
-    """One (header, doc, file label, server) per column: the server's name, or
-    "name (label)" when several files or explicit labels are shown."""
+def columns(docs: list[dict], labels=None, floor: bool = False
+            ) -> list[tuple[str, dict, str, dict]]:
+    """One (header, doc, file label, server) per column: the server's name (with ``floor``,
+    "c (floor)" for the floor server), or "name (label)" when several files or explicit
+    labels are shown."""
     named = labels is not None or len(docs) > 1
     out = []
     for doc, label in zip(docs, file_labels(docs, labels)):
         for server in servers(doc):
-            header = f"{name_of(server)} ({label})" if named else name_of(server)
+            name = f"{name_of(server)} (floor)" if floor and is_floor(server) else name_of(server)
+            header = f"{name} ({label})" if named else name
             out.append((header, doc, label, server))
     return out
 
@@ -565,7 +568,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     from tabulate import tabulate
 
     docs = documents(results_list)
-    cols = columns(docs, labels)
+    cols = columns(docs, labels, floor=True)
     rows = visible_rows(docs, metrics)
     context = _label_context(docs)
     markdown = tablefmt in MARKDOWN_FORMATS
