@@ -91,7 +91,9 @@ targets_opts = apply(
     opt("--client", type=click.Choice(CLIENTS), help="The config's client, if not told."),
     opt("--cwd", type=click.Path(file_okay=False), help="Working directory of -- and --server."),
     opt("--env", multiple=True, metavar="KEY=VALUE", check=_lib(".command:env_pairs"),
-        help="Set a variable for every server (never shown or stored); repeatable."))
+        help="Set a variable for every server (never shown or stored); repeatable."),
+    opt("--input", "inputs", multiple=True, metavar="ID=VALUE", check=_lib(".command:env_pairs"),
+        help="A VS Code ${input:ID} value (never shown or stored); repeatable."))
 export_opts = apply(*(opt(f"--export-{name}", type=click.Path(dir_okay=False, allow_dash=True),
                           metavar="FILE", check=_lib(".views.exports:check_target"),
                           help=f"Also write the cold-start series in hyperfine's {name} shape "

@@ -126,7 +126,8 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
 
     try:
         plan = make_plan(command, options["server_specs"], options["configs"],
-                         options["client"], name, options["cwd"], only, floor, recipe_folder)
+                         options["client"], name, options["cwd"], only, floor, recipe_folder,
+                         options.get("inputs"))
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,

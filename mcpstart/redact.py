@@ -34,15 +34,15 @@ def redact(value, secrets: tuple[str, ...]):
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """A command line with the values of ``--env KEY=VALUE`` (and ``--env=KEY=VALUE``)
-    replaced by ``***``, keys kept."""
+    """A command line with the values of ``--env KEY=VALUE`` and ``--input ID=VALUE`` (and
+    their ``--env=KEY=VALUE`` forms) replaced by ``***``, keys kept."""
     out, redact_next = [], False
     for arg in argv:
         if redact_next:
             arg, redact_next = arg.split("=", 1)[0] + "=" + MASK, False
-        elif arg == "--env":
+        elif arg in ("--env", "--input"):
             redact_next = True
-        elif arg.startswith("--env="):
+        elif arg.startswith(("--env=", "--input=")):
             arg = arg.split("=", 2)[0] + "=" + arg.split("=", 2)[1] + "=" + MASK
         out.append(arg)
     return out

@@ -21,6 +21,12 @@ CI_TARGET = 0.95
 OUTLIER_Z = 3.5
 """Modified z-score above which a value is an outlier (Iglewicz & Hoaglin 1993)."""
 
+NOISE = 0.05
+"""Deviations from the median within this fraction of it are the machine's noise, never an
+outlier, whatever their z-score: a tight series (MAD near 0) makes any wobble a large z. On
+this project's 2-core machine the same binary moves by about 5% between batches (the floor:
+0.80-0.85 ms)."""
+
 HIGH_VARIATION = 0.10
 """Coefficient of variation (stdev / mean) above which a series is flagged."""
 
@@ -150,7 +156,8 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
             ``OUTLIER_Z``: |M| = 0.6745·|x - median| / MAD > 3.5 (B. Iglewicz and D. C.
             Hoaglin, How to Detect and Handle Outliers, ASQC 1993). When MAD is 0 the scale
             is 1.253314·MeanAD instead (see ``_robust_scores``); if every run is equal none
-            is an outlier.
+            is an outlier. Either outlier also deviates from the median by more than
+            ``NOISE`` of it.
         "high_variation": stdev / mean above ``HIGH_VARIATION`` (10%).
         "load": the 1-minute load average when the run started exceeded the number of
             cores; only when both ``load_average`` and ``cpu_count`` are given.
@@ -167,6 +174,9 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
     samples = [v for v in (block or {}).get("samples") or [] if is_number(v)]
     if samples:
         scores, scale = _robust_scores(samples)
+        median = statistics.median(samples)
+        scores = [z if abs(v - median) > NOISE * abs(median) else 0.0
+                  for v, z in zip(samples, scores)]
         first_slow = scores[0] > OUTLIER_Z
         if first_slow:
             warnings.append(warn.first_run_outlier(metric, _fmt(samples[0]), scores[0],

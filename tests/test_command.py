@@ -99,3 +99,27 @@ def test_parse_server_option_rejects(text, message):
 ])
 def test_launch_notes(argv, notes):
     assert launch_notes(argv) == notes
+
+
+@pytest.mark.parametrize("cmdline, label", [
+    (["npm", "exec", "@upstash/context7-mcp"], "npm exec @upstash/context7-mcp"),
+    (["npx", "-y", "chrome-devtools-mcp@latest", "--headless", "--isolated"],
+     "npx chrome-devtools-mcp"),
+    (["uvx", "mcp-server-sqlite", "--db-path", "x.db"], "uvx mcp-server-sqlite"),
+    (["/usr/bin/node", "/r/.npm/_npx/9/node_modules/@upstash/context7-mcp/dist/index.js"],
+     "node @upstash/context7-mcp"),
+    (["node", "dist/server.js"], "node server.js"),
+    (["/venv/bin/python3", "/venv/bin/mcp-server-time"], "python3 mcp-server-time"),
+    (["python3", "-m", "mcp_server_time", "--local-timezone", "UTC"], "python3 -m mcp_server_time"),
+    (["java", "-Xmx1g", "-jar", "/b/reverse-text.jar"], "java reverse-text.jar"),
+    (["sh", "-c", "python3 server.py"], "sh -c python3"),
+    (["python3", "-c", "import time; time.sleep(9)", "150"], "python3 -c"),
+    (["node", "--max-old-space-size=64", "-e", "setInterval(()=>{})"], "node -e"),
+    (["/usr/lib/chromium/chromium", "--type=renderer", "--lang=en-US"], "chromium"),
+    ([], "npm exec @upsta"),
+])
+def test_one_naming_rule_for_every_process(cmdline, label):
+    from mcpstart.targets.cmdline import LABEL_CHARS, process_label
+
+    assert process_label(cmdline, "npm exec @upsta") == label
+    assert len(process_label(["node", "/x/" + "a" * 80 + ".js"])) == LABEL_CHARS

@@ -94,9 +94,12 @@ def test_cursor():
         Target("local", ["/home/u/bin/local-mcp", "--root", str(workspace), "--name", "cursor"],
                env={"LOCAL_TOKEN": "cursor-tok"}, secrets=frozenset({"cursor-tok"}),
                origin=origin),
+        # Cursor starts it with an empty value for an unset variable: so does mcpstart
+        Target("needs-env", ["npx", "-y", "@acme/mcp-server"], env={"ACME_KEY": ""},
+               origin=origin, notes=("${env:ACME_KEY} is not set here: Cursor starts the "
+                                     "server with an empty value, and so does mcpstart",)),
     ]
     assert skipped(result) == {
-        "needs-env": "needs environment variable ACME_KEY (${env:ACME_KEY}), which is not set",
         "no-envfile": f"needs envFile {workspace / 'missing.env'}, which cannot be read: "
                       "No such file or directory",
         "remote": f"remote server (url): {REMOTE}",
@@ -123,7 +126,8 @@ def test_vscode():
     ]
     assert skipped(result) == {
         "github": "needs ${input:github-token}, a value a person types in when VS Code starts "
-                  "the server (GitHub personal access token)",
+                  "the server (GitHub personal access token); give it with --input "
+                  "github-token=VALUE",
         "picked": "needs ${command:mcp.pickServerScript}, the result of an editor command "
                   "VS Code runs",
         "settings-value": "uses ${config:editor.fontSize}, which mcpstart does not resolve",
@@ -150,12 +154,14 @@ def test_windsurf():
         Target("time", ["uvx", "mcp-server-time", "--local-timezone", "Europe/Paris",
                         "--root", "${workspaceFolder}"],
                secrets=frozenset({"Europe/Paris"}), origin=origin),
+        Target("needs-env", ["npx", "-y", "@acme/other-server"], env={"OTHER_KEY": ""},
+               origin=origin, notes=("${env:OTHER_KEY} is not set here: Windsurf starts the "
+                                     "server with an empty value, and so does mcpstart",)),
     ]
     key = "/nonexistent/mcpstart-fixture/acme.key"
     assert skipped(result) == {
         "keyed": f"needs the file {key} (${{file:{key}}}), which cannot be read: "
                  "No such file or directory",
-        "needs-env": "needs environment variable OTHER_KEY (${env:OTHER_KEY}), which is not set",
         "off": "disabled in the config",
         "hosted": f"remote server (url): {REMOTE}",
     }
@@ -356,3 +362,11 @@ def test_the_cli_offers_exactly_the_clients_configs_reads():
     from mcpstart.targets.configs import CLIENTS
 
     assert CLIENT_CHOICES == CLIENTS
+
+
+def test_a_vscode_input_given_on_the_command_line_is_used_and_kept_secret():
+    result = load("vscode/.vscode/mcp.json", inputs={"github-token": "ghp-secret-123"})
+    github = next(t for t in result.targets if t.name == "github")
+    assert "ghp-secret-123" in {*github.argv, *github.env.values()}
+    assert "ghp-secret-123" in github.secrets
+    assert "github" not in skipped(result)

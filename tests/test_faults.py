@@ -367,7 +367,7 @@ def test_tool_error_on_the_large_call_keeps_the_rest(fake):
     start = time.monotonic()
     row, _, error = session_row(fake("--call-error"))
     assert time.monotonic() - start < 8
-    assert str(error) == "tools/call reverse_text: the tool reported an error: 'payload too large'"
+    assert str(error) == "tools/call reverse_text: the tool reported an error: payload too large"
     assert row.payload["is_error"] is True and row.payload["verified"] is None
     assert row.tools["count"] == 1 and row.memory["idle_rss_bytes"] > 0
     assert row.round_trip_ms["n"] == 3
@@ -439,3 +439,13 @@ def test_a_start_of_several_that_fails_leaves_no_pipe_open(fake):
                            timed=True):
             pass
     assert set(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_traceback_on_stderr_is_quoted_as_lines_with_its_last_error_first():
+    crash = "import sys\nsys.stderr.write('starting\\n')\nraise ValueError(\"can't open 'db'\")"
+    with pytest.raises(Exited) as err:
+        handshake(Command([sys.executable, "-c", crash]))
+    cause = str(err.value)
+    assert "its last error: ValueError: can't open 'db'; stderr ended with:\n  starting\n" \
+           "  Traceback (most recent call last):\n" in cause
+    assert "\\n" not in cause and "\\'" not in cause  # lines, not a Python repr

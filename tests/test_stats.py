@@ -189,3 +189,26 @@ def test_smallest_p():
     assert smallest_p(3, 3) == 0.05
     assert smallest_p(10, 5) == 1 / comb(15, 5)
     assert smallest_p(0, 6) == 1.0
+
+
+def test_no_outlier_within_the_machines_noise():
+    """A series with a 2.5% spread and a MAD near zero: every z-score is large, yet no
+    deviation passes the 5% noise of the machine: no warning."""
+    tight = [2.000, 2.001, 2.000, 2.050, 2.000, 2.001]
+    kinds = {w["kind"] for w in series_warnings("handshake_ms", summarize(tight))}
+    assert kinds.isdisjoint({"outlier", "first_run_outlier"})
+    wide = [2.000, 2.001, 2.000, 2.400, 2.000, 2.001]  # 20% off: an outlier
+    assert "outlier" in {w["kind"] for w in series_warnings("handshake_ms", summarize(wide))}
+
+
+def test_the_reference_servers_own_series_fire_only_beyond_the_noise():
+    import json
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "v0_2_0" / "reference.json"
+    for row in json.loads(fixture.read_text())["servers"]:
+        samples = row["handshake_ms"]["samples"]
+        median = summarize(samples)["median"]
+        fired = series_warnings("handshake_ms", row["handshake_ms"])
+        tight = max(abs(v - median) for v in samples) <= 0.05 * median
+        assert not (tight and any(w["kind"].endswith("outlier") for w in fired)), row["name"]

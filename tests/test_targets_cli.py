@@ -165,3 +165,21 @@ def test_a_server_that_echoes_requests_fails_at_once_saying_so(tmp_path):
     assert result.exit_code == 1
     assert data["servers"][0]["reason"].startswith(
         "cold start run 1/1: initialize: the server wrote the request itself back on stdout")
+
+
+def test_a_server_that_does_not_start_is_named_under_every_limit(tmp_path):
+    """In a Codex config one server fails: the budget still lists it, under its own
+    startup_timeout_sec too, saying why."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[mcp_servers.quick]\ncommand = "{PY}"\nargs = ["{FAKE}"]\n'
+                      f'[mcp_servers.broken]\ncommand = "{PY}"\n'
+                      f'args = ["-c", "import sys; sys.exit(2)"]\nstartup_timeout_sec = 20\n')
+    result, data = measure(tmp_path, "--config", str(config))
+    assert result.exit_code == 1
+    startup = data["startup"]
+    assert startup["not_started"] == {"broken": startup["not_started"]["broken"]}
+    assert startup["not_started"]["broken"].startswith("exited with code 2 after ")
+    limits = {row["limit_s"]: row["fits"] for row in startup["limits"]}
+    assert limits[20.0] == {"broken": False} and limits[30.0] == {"quick": True}
+    assert "- set in the config (limit 20.0 s): broken does not start (exited with code 2 " \
+           "after " in result.stdout

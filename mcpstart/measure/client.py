@@ -164,9 +164,12 @@ def call_tool(session: Session, call: ToolCall, text: str, timeout_s: float,
 
 
 def tool_error(call: ToolCall, outcome: CallResult) -> ProbeError:
-    """The failure for a call whose tool said ``isError``, in the server's own words."""
-    return ProbeError(f"tools/call {call.name}: the tool reported an error: "
-                      f"{outcome.text[:300]!r}")
+    """The failure for a call whose tool said ``isError``, in the server's own words: its
+    first line, then (indented) up to 8 more."""
+    lines = [line.rstrip() for line in outcome.text[:2000].splitlines() if line.strip()]
+    first, rest = (lines[0], lines[1:9]) if lines else ("(no text)", [])
+    return ProbeError(f"tools/call {call.name}: the tool reported an error: {first}"
+                      + "".join(f"\n  {line}" for line in rest))
 
 
 @dataclass

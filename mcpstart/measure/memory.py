@@ -15,6 +15,7 @@ import psutil
 
 from .. import warnings as warn
 from ..stdio.tree import ProcessSet
+from ..targets.cmdline import process_label
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -141,14 +142,15 @@ def settle(processes: ProcessSet, wait: Callable[[float], None], rule: SettleRul
 
 
 def idle_rows(processes: ProcessSet) -> list[dict]:
-    """One row per live process, in the order found: ``{pid, ppid, name, cmdline,
-    idle_rss_bytes, idle_pss_bytes, idle_uss_bytes}``; PSS and USS from smaps_rollup (None
-    where the OS does not give them)."""
+    """One row per live process, in the order found: ``{pid, ppid, name, label, cmdline,
+    idle_rss_bytes, idle_pss_bytes, idle_uss_bytes}``; ``label`` is the table's short name
+    (targets.cmdline.process_label); PSS and USS from smaps_rollup (None where the OS does
+    not give them)."""
     rows = []
     for proc in processes.alive():
         try:
             with proc.oneshot():
-                row = {**processes.info(proc.pid), "ppid": proc.ppid(),
+                row = {**_labelled(processes.info(proc.pid)), "ppid": proc.ppid(),
                        "idle_rss_bytes": proc.memory_info().rss,
                        "idle_pss_bytes": None, "idle_uss_bytes": None}
         except psutil.Error:
@@ -161,6 +163,10 @@ def idle_rows(processes: ProcessSet) -> list[dict]:
             pass
         rows.append(row)
     return rows
+
+
+def _labelled(info: dict) -> dict:
+    return {**info, "label": process_label(info.get("cmdline") or [], info.get("name", ""))}
 
 
 def sharing(processes: ProcessSet) -> list[dict]:
@@ -322,7 +328,7 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
     marks = first_marks if one else current if exact else {}
     rows = {row["pid"]: dict(row) for row in idle_processes}
     for pid, info in sampler.seen.items():
-        rows.setdefault(pid, {**info, "ppid": None, "idle_rss_bytes": None,
+        rows.setdefault(pid, {**_labelled(info), "ppid": None, "idle_rss_bytes": None,
                               "idle_pss_bytes": None, "idle_uss_bytes": None})
     for pid, row in rows.items():
         reaped = processes.exited.get(pid, {})
@@ -341,6 +347,6 @@ def peak_warnings(block: dict) -> list[dict]:
     idle, peak = block.get("idle_rss_bytes"), block.get("peak_rss_bytes_payload")
     if idle is None or peak is None or peak >= idle:
         return []
-    gone = [f"{p['name']} (pid {p['pid']})" for p in block["processes"]
+    gone = [f"{p.get('label') or p['name']} (pid {p['pid']})" for p in block["processes"]
             if p["exited"] and p.get("idle_rss_bytes")]
     return [warn.peak_below_idle(peak, idle, gone)]

@@ -137,18 +137,18 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
         _finish(server, settings, results.environment)
         on_update(results)
     started = [s for s in live if not _could_not_start(s)]
-    if budget is not None and started:
+    if budget is not None and live:
         progress(Step(f"{len(started)} server(s) started all at once, as an editor does",
                       "startup"))
-        _guard_startup(started, settings, budget, results, progress)
+        _guard_startup(started, [s for s in live if s not in started], settings, budget,
+                       results, progress)
         on_update(results)
 
 
-def _guard_startup(started: list[Server], settings: Settings, budget: list[float],
-                   results: Results, progress: Progress) -> None:
-    """The all-at-once startup; a failure there is a warning of the run, never a lost row."""
-    from statistics import median
-
+def _guard_startup(started: list[Server], failed: list[Server], settings: Settings,
+                   budget: list[float], results: Results, progress: Progress) -> None:
+    """The all-at-once startup of the servers that started (``failed``: those that could not,
+    listed under every limit); a failure there is a warning of the run, never a lost row."""
     from .startup import measure_startup, ready_ms
 
     ready = {s.row.name: [(v, r["warmup"]) for r in s.runs
@@ -158,12 +158,12 @@ def _guard_startup(started: list[Server], settings: Settings, budget: list[float
     try:
         results.startup = measure_startup(
             [(s.row.name, s.command) for s in started], settings, budget,
-            {s.row.name: s.limit_s for s in started if s.limit_s},
+            {s.row.name: s.limit_s for s in started + failed if s.limit_s},
             {name: [v for v, _ in pairs] for name, pairs in ready.items()},
-            {name: median(values) for name, values in counted.items() if values},
+            {name: summarize(values)["median"] for name, values in counted.items() if values},
             {s.row.name: ((s.row.memory or {}).get("idle_rss_bytes"),
                           (s.row.memory or {}).get("idle_pss_bytes")) for s in started},
-            progress)
+            {s.row.name: s.row.reason or "no answer" for s in failed}, progress)
     except SessionError as err:
         results.startup = {"error": str(err)}
 

@@ -117,7 +117,7 @@ def _ready(phases: dict) -> float | None:
 def measure_startup(servers, settings: Settings, limits: list[float], own_limits: dict[str, float],
                     single_starts: dict[str, list[float]], sequential: dict[str, float],
                     idle: dict[str, tuple[int | None, int | None]],
-                    progress=lambda _: None) -> dict:
+                    not_started: dict[str, str] | None = None, progress=lambda _: None) -> dict:
     """The ``startup`` block of the results file (design.md).
 
     Args:
@@ -129,11 +129,14 @@ def measure_startup(servers, settings: Settings, limits: list[float], own_limits
             included), from the per-server series.
         sequential: name -> the median ready time of its own cold starts.
         idle: name -> (idle RSS, idle PSS) in bytes.
+        not_started: name -> why a server the editor would start too could not start at all
+            (it fits no limit: ``limits[].fits`` False, and ``not_started`` says why).
 
     Returns:
         ``{sequential_sum_ms, concurrent_ms: <stats>, runs: [{name: {first_byte,
         initialize, tools_list}}], warmup_runs, idle_rss_bytes, idle_pss_bytes,
-        ready_rule, limits: [{client, limit_s, fits: {name: bool | None}}]}``. A server fits
+        ready_rule, limits: [{client, limit_s, fits: {name: bool | None}}], not_started:
+        {name: cause}}``. A server fits
         a limit when both its slowest all-at-once start and its slowest single start are
         within it; None when it never got ready.
     """
@@ -144,18 +147,24 @@ def measure_startup(servers, settings: Settings, limits: list[float], own_limits
                       f"{index + 1 if warm else index - settings.warmup + 1}/"
                       f"{settings.warmup if warm else settings.runs}", "startup", None, index,
                       settings.warmup + settings.runs))
-        runs.append(one_start(servers, settings))
+        if servers:
+            runs.append(one_start(servers, settings))
     counted, warmups = runs[settings.warmup:], runs[:settings.warmup]
 
     def last_ready(run: dict) -> float | None:
         ready = [_ready(p) for p in run.values()]
         return None if None in ready else max(ready)
 
+    not_started = not_started or {}
+
     def fits(name: str, limit: float) -> bool | None:
+        if name in not_started:
+            return False
         slowest = [_ready(run[name]) for run in runs] + list(single_starts.get(name, []))
         return None if None in slowest or not slowest else max(slowest) <= limit * 1000
 
-    names = [name for name, _ in servers]
+    started = [name for name, _ in servers]
+    names = started + list(not_started)
     table = [{"client": CLIENTS_BY_LIMIT.get(limit, "--budget"), "limit_s": limit,
               "fits": {n: fits(n, limit) for n in names if n not in own_limits}}
              for limit in limits]
@@ -165,7 +174,8 @@ def measure_startup(servers, settings: Settings, limits: list[float], own_limits
     rss = [v[0] for v in idle.values()]
     pss = [v[1] for v in idle.values()]
     return {
-        "sequential_sum_ms": sum(sequential.values()) if len(sequential) == len(names) else None,
+        "sequential_sum_ms": (sum(sequential.values()) if started
+                              and len(sequential) == len(started) else None),
         "concurrent_ms": summarize([v for r in counted if (v := last_ready(r)) is not None],
                                    [v for r in warmups if (v := last_ready(r)) is not None]),
         "runs": counted, "warmup_runs": warmups,
@@ -173,4 +183,12 @@ def measure_startup(servers, settings: Settings, limits: list[float], own_limits
         "idle_pss_bytes": sum(pss) if pss and None not in pss else None,
         "ready_rule": "tools/list answered to its last page (initialize where it was not)",
         "limits": table,
+        "not_started": {name: short_cause(cause) for name, cause in not_started.items()},
     }
+
+
+def short_cause(reason: str) -> str:
+    """The gist of a failed row's reason for the budget ("exited with code 2 after 92 ms
+    before answering"): its first clause, without the run and the request it names."""
+    first = reason.split(";", 1)[0].split("\n", 1)[0].split("the server ", 1)[-1]
+    return first.rsplit(": ", 1)[-1]

@@ -13,6 +13,7 @@ transport's clock.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections import Counter, deque
@@ -487,7 +488,7 @@ class Session:
             cause += (f"; it sent {sum(self.traffic.notifications.values())} notification(s) "
                       f"({', '.join(sorted(self.traffic.notifications))})")
         tail = self.stderr_tail().strip()
-        return f"{cause}; stderr tail: {tail[-500:]!r}" if tail else f"{cause}; stderr was empty"
+        return f"{cause}; {said_on_stderr(tail)}" if tail else f"{cause}; stderr was empty"
 
     def _diagnose_eof(self, what: str | None) -> str:
         """Why stdout ended: an exit (its code or signal) or stdout closed by a server that
@@ -613,6 +614,21 @@ def _probe_lsp_framing(transport: Transport, wait_s: float) -> str | None:
     finally:
         probe.shutdown(grace_s=0.1)
     return None
+
+
+TAIL_LINES = 8
+"""How many of stderr's last lines a cause quotes."""
+_ERROR_LINE = re.compile(r"error|exception|fatal|panic|traceback|not found|denied|refused",
+                         re.IGNORECASE)
+
+
+def said_on_stderr(tail: str) -> str:
+    """The last lines a server wrote on stderr as lines (not a Python repr), the final error
+    line pulled out in front: "its last error: ValueError: boom; stderr ended with:\n  ..."."""
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()][-TAIL_LINES:]
+    error = next((line.strip() for line in reversed(lines) if _ERROR_LINE.search(line)), None)
+    quoted = "\n".join(f"  {line}" for line in lines)
+    return (f"its last error: {error}; " if error else "") + f"stderr ended with:\n{quoted}"
 
 
 def _exit_words(ended) -> str:

@@ -208,3 +208,59 @@ def launch_notes(argv: list[str]) -> tuple[str, ...]:
     if argv and _program(argv[0]) == "docker" and "run" in argv[1:]:
         return (DOCKER_NOTE,)
     return ()
+
+
+LABEL_CHARS = 40
+"""Longest process label; a longer one is cut with an ellipsis."""
+_INTERPRETERS = re.compile(r"(node|nodejs|deno|bun|python[0-9.]*|pypy[0-9.]*|ruby|java|perl)$")
+_SHELLS = ("sh", "bash", "dash", "zsh")
+_VALUED = ("-m", "-c", "-jar", "-cp", "-classpath", "--require", "-r", "--import", "-e")
+
+
+def process_label(cmdline: list[str], name: str = "") -> str:
+    """One short name for any process of a server's tree, by one rule: a package runner and
+    the package it runs ("npx @upstash/context7-mcp", "uvx mcp-server-sqlite"); an
+    interpreter and what it runs ("node @upstash/context7-mcp" for a script in an npm
+    package, "node index.js", "python -m mcp_server_time", "java server.jar", "python3 -c" for inline code, "sh -c
+    python3"); else the program's name. At most LABEL_CHARS characters; ``name`` (the
+    kernel's 15-character comm) when there is no command line."""
+    if not cmdline:
+        return name or "?"
+    words = [_program(cmdline[0]), *cmdline[1:]]
+    for launcher in _RUNNERS:
+        if tuple(words[:len(launcher)]) == launcher:
+            return _cut(f"{' '.join(launcher)} {server_name(cmdline)}")
+    program = words[0]
+    if program in _SHELLS and len(words) > 2 and words[1] == "-c":
+        inner = words[2].split()
+        return _cut(f"{program} -c {_program(inner[0]) if inner else ''}".rstrip())
+    if _INTERPRETERS.match(program):
+        args = iter(words[1:])
+        for arg in args:
+            if arg in ("-c", "-e", "--eval"):
+                return _cut(f"{program} {arg}")
+            if arg in ("-m", "-jar"):
+                target = next(args, "")
+                return _cut(f"{program} {arg} {target}" if arg == "-m"
+                            else f"{program} {os.path.basename(target)}")
+            if arg in _VALUED:
+                next(args, None)
+            elif not arg.startswith("-"):
+                return _cut(f"{program} {_script(arg)}")
+    return _cut(program)
+
+
+def _script(path: str) -> str:
+    """A script as a label names it: the npm package it belongs to, else its file name."""
+    parts = path.replace("\\", "/").split("/")
+    if "node_modules" in parts:
+        at = len(parts) - 1 - parts[::-1].index("node_modules")
+        package = parts[at + 1:at + 3] if parts[at + 1:at + 2] and parts[at + 1].startswith("@") \
+            else parts[at + 1:at + 2]
+        if package:
+            return "/".join(package)
+    return parts[-1]
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"

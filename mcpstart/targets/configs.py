@@ -84,7 +84,8 @@ class _Skip(Exception):
 
 def load_config(path: str | os.PathLike, client: str | None = None,
                 workspace: str | os.PathLike | None = None,
-                environ: Mapping[str, str] | None = None) -> ConfigServers:
+                environ: Mapping[str, str] | None = None,
+                inputs: Mapping[str, str] | None = None) -> ConfigServers:
     """Read an editor's MCP config and say which servers it would start and how.
 
     Args:
@@ -95,12 +96,16 @@ def load_config(path: str | os.PathLike, client: str | None = None,
             ``.vscode``/``.cursor`` folder, else the config's folder; for ``~/.claude.json``
             the current directory (Claude Code started here).
         environ: the environment placeholders and Codex's env_vars read; default os.environ.
+        inputs: values for VS Code's ``${input:ID}`` (``--input ID=VALUE``), masked as
+            secrets.
 
     Entries are skipped (never measured, never guessed) when they are disabled, remote
     (url/serverUrl, type http/sse/streamable-http), have no command (Zed extension servers),
-    need what only a person supplies (``${input:..}``, ``${command:..}``, an envFile that
-    cannot be read), name an environment variable that is not set and has no default, or are
-    malformed (e.g. args not a list of strings).
+    need what only a person supplies (an ``${input:..}`` not given in ``inputs``,
+    ``${command:..}``, an envFile that cannot be read), name an environment variable that is
+    not set and has no default where the client drops such a server (Claude Code), or are
+    malformed (e.g. args not a list of strings). An unset ``${env:VAR}`` of VS Code, Cursor or
+    Windsurf becomes "", as those clients start the server with an empty value (noted).
 
     Raises:
         ConfigError: unknown client; the file cannot be read or parsed; the client's server
@@ -127,7 +132,7 @@ def load_config(path: str | os.PathLike, client: str | None = None,
     else:
         ws = _default_workspace(path.absolute())
     context = _Context(client, origin, ws, os.environ if environ is None else environ,
-                       _inputs(data))
+                       _inputs(data), dict(inputs or {}))
     targets, skipped = [], []
     for name, entry in _server_table(path, client, data, ws, notes).items():
         try:
@@ -240,6 +245,8 @@ class _Context:
     workspace: Path
     environ: Mapping[str, str]
     inputs: dict[str, str]
+    given: dict[str, str]
+    """Values for ``${input:ID}`` given on the command line (``--input``)."""
 
     @property
     def home(self) -> str:
@@ -257,14 +264,14 @@ class _Resolver:
     - Windsurf: ``${env:VAR}``, ``${file:PATH}`` (the file's trimmed text); other text is left
       as it is, as Windsurf leaves it.
     - Claude Desktop, Zed, Codex: no substitution.
-    An unset variable skips the entry (clients differ: Claude Code drops the server, VS Code
-    and Windsurf pass an empty string; a server started without its key is not the server the
-    user runs).
+    An unset variable: Claude Code drops the server (the entry is skipped); VS Code, Cursor
+    and Windsurf start it with an empty string, and so does mcpstart, noting it.
     """
 
     def __init__(self, context: _Context):
         self.context = context
         self.secrets: set[str] = set()
+        self.notes: list[str] = []
 
     def __call__(self, text: str) -> str:
         if self.context.client not in ("claude-code", "vscode", "cursor", "windsurf"):
@@ -273,8 +280,13 @@ class _Resolver:
 
     def _env(self, name: str, placeholder: str) -> str:
         value = self.context.environ.get(name)
-        if value is None:
+        if value is None and self.context.client == "claude-code":
             raise _Skip(f"needs environment variable {name} ({placeholder}), which is not set")
+        if value is None:
+            self.notes.append(f"{placeholder} is not set here: "
+                              f"{CLIENT_NAMES[self.context.client]} starts the server with an "
+                              "empty value, and so does mcpstart")
+            return ""
         self.secrets.add(value)
         return value
 
@@ -300,10 +312,13 @@ class _Resolver:
                 return value
             return whole
         if colon and kind == "input":
+            if arg in self.context.given:
+                self.secrets.add(self.context.given[arg])
+                return self.context.given[arg]
             asked = self.context.inputs.get(arg)
             raise _Skip(f"needs {whole}, a value a person types in when "
                         f"{CLIENT_NAMES[client]} starts the server"
-                        + (f" ({asked})" if asked else ""))
+                        + (f" ({asked})" if asked else "") + f"; give it with --input {arg}=VALUE")
         if colon and kind == "command":
             raise _Skip(f"needs {whole}, the result of an editor command "
                         f"{CLIENT_NAMES[client]} runs")
@@ -400,7 +415,7 @@ def _read_json_entry(context: _Context, name: str, entry) -> Target:
         base_env = {k: v for k, v in context.environ.items() if k not in removed}
     return Target(name=name, argv=argv, cwd=cwd, env=env, base_env=base_env,
                   secrets=_secrets(resolve.secrets, env.values()), origin=context.origin,
-                  notes=launch_notes(argv))
+                  notes=launch_notes(argv) + tuple(dict.fromkeys(resolve.notes)))
 
 
 def _env_file(context: _Context, file: str) -> dict[str, str]:

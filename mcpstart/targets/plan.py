@@ -46,8 +46,9 @@ class Plan:
 def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
               configs: tuple[str, ...], client: str | None, name: str | None,
               cwd: str | None, only: tuple[str, ...], floor: bool,
-              recipe_folder: Callable[[], Path]) -> Plan:
-    """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed.
+              recipe_folder: Callable[[], Path], inputs: dict[str, str] | None = None) -> Plan:
+    """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed;
+    ``inputs`` give VS Code's ``${input:ID}`` values (masked like secrets).
 
     Raises:
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
@@ -72,7 +73,7 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         plan.targets.append(Target(spec_name, argv, cwd, notes=launch_notes(argv)))
     for config in configs:
         try:
-            found = load_config(config, client)
+            found = load_config(config, client, inputs=inputs)
         except ConfigError as err:
             raise PlanError(str(err)) from err
         if not found.targets and not found.skipped:

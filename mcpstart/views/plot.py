@@ -52,7 +52,8 @@ def _memory_data(doc: dict) -> list[tuple[str, list[tuple[str, float]], float | 
             for p in procs:
                 rss = number_or_none(p.get("idle_rss_bytes")) if isinstance(p, dict) else None
                 if rss is not None:
-                    parts.append((str(p.get("name") or p.get("pid")), rss / MIB))
+                    parts.append((str(p.get("label") or p.get("name") or p.get("pid")),
+                                  rss / MIB))
         if not parts and idle is not None:
             parts = [("", idle / MIB)]
         if parts or peak is not None:

@@ -167,7 +167,7 @@ def _processes(value, _s) -> str:
         return str(count)
     shares = []
     for proc in value:
-        name = proc.get("name")
+        name = proc.get("label") if isinstance(proc.get("label"), str) else proc.get("name")
         if not isinstance(name, str):
             argv = proc.get("cmdline")
             name = (str(argv[0]).rsplit("/", 1)[-1] if isinstance(argv, list) and argv
@@ -526,11 +526,19 @@ def _startup(doc: dict, label: str | None) -> list[str]:
         line("- total idle memory: RSS {} MiB, PSS {} MiB", lambda v: _or_dash(fmt_mib, v),
              startup.get("idle_rss_bytes"), startup.get("idle_pss_bytes"))
     limits = startup.get("limits")
+    not_started = startup.get("not_started")
+    not_started = not_started if isinstance(not_started, dict) else {}
+
+    def verdict(name, ok) -> str:
+        if name in not_started:
+            return f"{name} does not start ({not_started[name]})"
+        return f"{name} {'fits' if ok is True else 'does not fit' if ok is False else '?'}"
+
     for limit in limits if isinstance(limits, list) else []:
         if not isinstance(limit, dict):
             continue
         fits = limit.get("fits")
-        verdicts = ", ".join(f"{name} {'fits' if ok is True else 'does not fit' if ok is False else '?'}"
+        verdicts = ", ".join(verdict(name, ok)
                              for name, ok in (fits.items() if isinstance(fits, dict) else []))
         lines.append(f"- {limit.get('client', '?')} (limit {limit.get('limit_s', '?')} s): "
                      f"{verdicts or 'no server'}")
