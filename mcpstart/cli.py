@@ -339,14 +339,16 @@ def plot(results_file, output, kind) -> None:
               epilog="\b\nExample, before a CI job that needs every server:\n"
                      "  mcpstart doctor --require-all && mcpstart measure --require-all")
 @apply(recipes_opt, opt("--require-all", is_flag=True, help="Count every toolchain as needed."),
-       tablefmt_opt)
-def doctor(recipes_dir, require_all, tablefmt) -> None:
-    """Which toolchains the recipes find, whether clear_refs, PSS, the child subreaper and
-    pidfds work (each probed on a child), the load, and what each gap means for the figures.
-    Exit status: 0 a default run has what it needs; 1 something it needs is missing."""
+       opt("--config", "configs", multiple=True, type=click.Path(dir_okay=False),
+           help="Also check every program this editor config starts; repeatable."), tablefmt_opt)
+def doctor(recipes_dir, require_all, configs, tablefmt) -> None:
+    """Which toolchains the recipes and launchers (npx, uvx, docker ...) find, whether
+    clear_refs, PSS, the child subreaper and pidfds work (each probed on a child), the load,
+    and what each gap means for the figures. Exit status: 0 a default run has what it needs;
+    1 something it needs (or a --config server's program) is missing."""
     from .doctor import render, run_checks, verdict
 
-    checks = run_checks(recipes_dir, require_all)
+    checks = run_checks(recipes_dir, require_all, configs)
     click.echo(render(checks, tablefmt))
     sys.exit(verdict(checks)[1])
 

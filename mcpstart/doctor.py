@@ -24,6 +24,11 @@ Missing, these only change figures (doctor says how, exit 0):
 - a 1-minute load average above the core count: cold starts queue for a CPU (the same rule
   as measure's "load" warning, measure/stats.py ``series_warnings``).
 
+Launchers and runtimes that editors' configs name (npx, node, uvx, uv, pipx, docker) are each
+run with ``--version``; one missing only fails the servers launched with it (exit 0). With
+``--config`` files, every program their servers start is looked up on the PATH the server
+gets; one missing is needed (exit 1), as that server cannot start.
+
 Each capability is probed on a real child process: one that touches 64 MiB, frees it and
 waits on stdin (VmHWM, clear_refs, smaps_rollup, its exit through a pidfd), and a shell that
 starts ``sleep`` in the background and exits (adoption by the subreaper).
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,7 +59,8 @@ class Check:
 
     Attributes:
         name: what was checked ("pidfd", "toolchain go", ...).
-        status: "ok", "missing" or "busy" (the load average).
+        status: "ok", "missing", "busy" (the load average) or "absent" (a launcher not on
+            PATH: it changes no figure, only which servers can start).
         found: what the probe saw (a version line, the values read, the error).
         meaning: what it gives the figures when ok, what changes when not.
         needed: a default run needs it: not ok means exit status 1.
@@ -245,11 +252,69 @@ def toolchain_checks(recipes, require_all: bool = False) -> list[Check]:
     return checks
 
 
-def run_checks(recipes_option: str | None = None, require_all: bool = False) -> list[Check]:
+LAUNCHERS = {"npx": "npm packages", "node": "Node.js scripts", "uvx": "PyPI packages",
+             "uv": "Python projects (uv run)", "pipx": "PyPI packages (pipx run)",
+             "docker": "container images"}
+"""The launchers and runtimes editors' configs most often start servers with: what each runs."""
+
+
+def program_version(path: str) -> str:
+    """The first line ``path --version`` prints (stdout, else stderr), or why there is none;
+    at most WAIT_S seconds."""
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                              timeout=WAIT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{path}: --version failed: {err}"
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return f"{path}: {lines[0] if lines else f'exit code {done.returncode}'}"
+
+
+def launcher_checks() -> list[Check]:
+    """One row per LAUNCHERS program: its path and version, or not on PATH (not needed)."""
+    checks = []
+    for name, runs in LAUNCHERS.items():
+        path = shutil.which(name)
+        checks.append(Check(f"launcher {name}", "ok", program_version(path),
+                            f"servers a config starts with {name} ({runs}) can run") if path
+                      else Check(f"launcher {name}", "absent", "not on PATH",
+                                 f"a server a config starts with {name} fails to start"))
+    return checks
+
+
+def config_checks(paths) -> list[Check]:
+    """For each config file, one row per program its servers start (found on the PATH each
+    server gets, with its version), needed; a file that cannot be read is a needed row.
+    Entries mcpstart skips (remote, disabled) are not checked."""
+    from .targets.configs import ConfigError, load_config
+
+    checks = []
+    for path in paths:
+        try:
+            config = load_config(path)
+        except ConfigError as err:
+            checks.append(Check(f"config {path}", "missing", str(err), "no server of it runs",
+                                True))
+            continue
+        programs: dict[tuple[str, str | None], list[str]] = {}  # (argv[0], path) -> servers
+        for target in config.targets:
+            env = {**os.environ, **(target.base_env or {}), **target.env}
+            found = shutil.which(target.argv[0], path=env.get("PATH"))
+            programs.setdefault((target.argv[0], found), []).append(target.name)
+        for (program, found), names in programs.items():
+            name, who = f"program {os.path.basename(program)}", ", ".join(names)
+            checks.append(Check(name, "ok", program_version(found), f"starts {who}", True)
+                          if found else Check(name, "missing", f"{program} is not on the "
+                                              "server's PATH", f"{who} cannot start", True))
+    return checks
+
+
+def run_checks(recipes_option: str | None = None, require_all: bool = False,
+               configs=()) -> list[Check]:
     """Every check, in table order: toolchains of the recipe folder (found as measure finds
-    it: ``--recipes``, ./build-recipes, the packaged copy), the process checks, the
-    subreaper, the load average. A recipe folder that cannot be read is a failed
-    "servers" row."""
+    it: ``--recipes``, ./build-recipes, the packaged copy), the launchers, the programs of
+    ``configs`` (config file paths), the process checks, the subreaper, the load average. A
+    recipe folder that cannot be read is a failed "servers" row."""
     from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
 
     try:
@@ -257,21 +322,24 @@ def run_checks(recipes_option: str | None = None, require_all: bool = False) -> 
         checks = toolchain_checks(load_recipes(folder), require_all)
     except RecipeError as err:
         checks = [Check("servers", "missing", str(err), "a default run has no recipes", True)]
-    return [*checks, *process_checks(), check_subreaper(), check_load()]
+    return [*checks, *launcher_checks(), *config_checks(configs), *process_checks(),
+            check_subreaper(), check_load()]
 
 
 def verdict(checks: list[Check]) -> tuple[str, int]:
     """The closing sentence and the exit status: 1 when a needed check is not ok."""
     needed = [c.name for c in checks if c.needed and not c.ok]
-    other = [c.name for c in checks if not c.needed and not c.ok]
+    other = [c.name for c in checks if not c.needed and c.status not in ("ok", "absent")]
+    absent = [c.name.split()[-1] for c in checks if c.status == "absent"]
+    also = f" Not on PATH: {', '.join(absent)} (servers started with them fail)." if absent else ""
     if needed:
         return (f"not ready: {', '.join(needed)} missing, and a default run needs "
                 f"{'it' if len(needed) == 1 else 'them'}"
-                + (f"; also {', '.join(other)}" if other else "") + "."), 1
+                + (f"; also {', '.join(other)}" if other else "") + "." + also), 1
     if other:
         return (f"ready, with less: {', '.join(other)}; the table says what that changes "
-                "in the figures."), 0
-    return "ready: everything mcpstart uses is here.", 0
+                "in the figures." + also), 0
+    return "ready: everything mcpstart uses is here." + also, 0
 
 
 def render(checks: list[Check], tablefmt: str = "github") -> str:

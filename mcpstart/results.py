@@ -25,7 +25,8 @@ class ResultsError(ValueError):
 class ServerResult:
     """One server's row. Blocks are shaped as design.md's results file; a block that was not
     measured (the server failed or was skipped first) stays None. ``status`` is "ok",
-    "failed" or "skipped"; ``reason`` says why when it is not "ok"."""
+    "failed", "skipped" or "interrupted" (an exit signal cut its measurement short);
+    ``reason`` says why when it is not "ok"."""
 
     name: str
     language: str | None = None

@@ -1,6 +1,7 @@
 """mcpstart doctor on this machine: every capability probed for real, and the exit status
 when a piece is missing."""
 
+import json
 import os
 import re
 
@@ -63,7 +64,7 @@ def test_toolchains_from_the_recipes(recipes):
     assert status == 1 and text.startswith("not ready: toolchain nocc missing")
 
 
-def test_cli_exit_0_and_the_table(recipes):
+def test_cli_exit_0_and_the_table(recipes, idle):
     result = CliRunner().invoke(main, ["doctor", "--recipes", str(recipes), "--format", "plain"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -79,8 +80,46 @@ def test_cli_exit_0_and_the_table(recipes):
 @pytest.fixture
 def idle(monkeypatch):
     """A quiet machine for the verdicts below (the real load average varies with whatever
-    else runs; the load check itself is tested above)."""
+    else runs; the load check itself is tested above), its one launcher a shell."""
     monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    monkeypatch.setattr(doctor, "LAUNCHERS", {"sh": "shell scripts"})
+
+
+def test_launchers_found_and_absent(recipes, monkeypatch, idle):
+    monkeypatch.setattr(doctor, "LAUNCHERS", {"python3": "Python scripts",
+                                              "no-such-launcher-xyz": "nothing"})
+    checks = by_name(doctor.run_checks(str(recipes)))
+    python = checks["launcher python3"]
+    assert python.ok and not python.needed
+    assert re.fullmatch(r"/\S+/python3: Python 3\.\d+\.\d+", python.found), python.found
+    absent = checks["launcher no-such-launcher-xyz"]
+    assert (absent.status, absent.found, absent.needed) == ("absent", "not on PATH", False)
+    assert absent.meaning == "a server a config starts with no-such-launcher-xyz fails to start"
+    assert doctor.verdict(list(checks.values())) == (
+        "ready, with less: toolchain nocc; the table says what that changes in the figures. "
+        "Not on PATH: no-such-launcher-xyz (servers started with them fail).", 0)
+
+
+def test_a_config_whose_program_is_missing_is_exit_1(recipes, tmp_path, idle):
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "one": {"command": "python3", "args": ["a.py"]},
+        "two": {"command": "python3", "args": ["b.py"]},
+        "gone": {"command": "no-such-program-xyz"},
+        "remote": {"url": "https://example.invalid/mcp"}}}))
+    result = CliRunner().invoke(main, ["doctor", "--recipes", str(recipes), "--config",
+                                       str(config), "--format", "plain"])
+    assert result.exit_code == 1
+    assert re.search(r"program python3\s+ok\s+/\S+/python3: Python 3\.\d+\.\d+\s+starts one, two",
+                     result.stdout)
+    assert re.search(r"program no-such-program-xyz\s+missing \(needed\)\s+no-such-program-xyz "
+                     r"is not on the server's PATH\s+gone cannot start", result.stdout)
+    assert "remote" not in result.stdout
+    broken = tmp_path / "mcp.json"
+    broken.write_text("{not json")
+    result = CliRunner().invoke(main, ["doctor", "--recipes", str(recipes), "--config",
+                                       str(broken)])
+    assert result.exit_code == 1 and f"config {broken}" in result.stdout
 
 
 def test_no_pidfd_is_exit_1(recipes, monkeypatch, idle):

@@ -111,6 +111,8 @@ def test_a_signal_keeps_what_was_measured_and_says_so(tmp_path):
     data = json.loads((tmp_path / "out.json").read_text())
     row = data["servers"][0]
     assert data["interrupted"] == "stopped by SIGINT; the rows hold what was measured before it"
+    assert row["status"] == "interrupted"
+    assert row["reason"].startswith("cut short by SIGINT after 2 of 2 cold starts; ")
     assert row["handshake_ms"]["n"] == 2
     assert len(row["protocol"]["matrix"]) == 6 and row["protocol"]["era"] == "legacy"
     assert survivors(tmp_path) == []

@@ -116,3 +116,38 @@ def test_a_method_that_got_no_answer_is_named_and_not_asked_again():
     assert row.handshake_ms["n"] == 3  # the handshakes are kept
     asked = [m.get("method") for _, t in spawner.made for m in t.sent if isinstance(m, dict)]
     assert asked.count("tools/list") == 1
+
+
+class Interrupted(GoodServer):
+    """Its third spawn is stopped by Ctrl-C (interrupts.py's SystemExit 130)."""
+
+    starts = 0
+
+    def __init__(self):
+        Interrupted.starts += 1
+        if Interrupted.starts == 3:
+            raise SystemExit(130)
+
+
+def test_a_row_cut_short_by_a_signal_says_so():
+    """Ctrl-C in a's second counted cold start: both rows are "interrupted", each saying how
+    far it got, in the last rewrite of the results; the run still exits 130."""
+    Interrupted.starts = 0
+    servers = [run.Server(ServerResult(name), Command([name])) for name in ("a", "b")]
+    updates = []
+    try:
+        run.measure(servers, fast(spawner=Spawner({"a": Interrupted, "b": Interrupted}),
+                                  runs=6, warmup=1, order="sequential"), ["mcpstart"], {},
+                    on_update=lambda r: updates.append(r.to_dict()))
+    except SystemExit as stop:
+        assert stop.code == 130
+    else:
+        raise AssertionError("the signal was swallowed")
+    rows = {row["name"]: row for row in updates[-1]["servers"]}
+    assert updates[-1]["interrupted"].startswith("stopped by SIGINT")
+    assert (rows["a"]["status"], rows["a"]["reason"]) == (
+        "interrupted", "cut short by SIGINT after 1 of 6 cold starts; not measured: revision "
+        "matrix, tool session")
+    assert rows["a"]["handshake_ms"]["n"] == 1  # what was measured is kept
+    assert rows["b"]["reason"] == ("cut short by SIGINT after 0 of 6 cold starts; not "
+                                   "measured: revision matrix, tool session")

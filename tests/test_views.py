@@ -383,6 +383,26 @@ def test_long_form_records():
     assert len({(r["server"], r["metric"]) for r in records}) == len(records)
 
 
+def test_long_form_records_hold_the_startup_budget():
+    doc = results()
+    doc["startup"]["not_started"] = {"python": "exited with code 2 after 92 ms"}
+    budget = [r for r in records_of(doc) if r["metric"].startswith("startup.")]
+    assert budget[:2] == [
+        {"server": None, "file": "bench-1", "metric": "startup.sequential_sum_ms",
+         "value": 1808.6, "unit": "ms"},
+        {"server": None, "file": "bench-1", "metric": "startup.concurrent_ms.median",
+         "value": 2104.5, "unit": "ms"}]
+    assert find(budget, None, "startup.idle_rss_bytes")["value"] == int(170.2 * MIB)
+    assert [(r["server"], r["value"]) for r in budget if r["metric"] == "startup.fits.30s"] == [
+        ("rust", True), ("typescript", True), ("python", False)]
+    assert find(budget, "python", "startup.not_started")["value"] == "exited with code 2 after 92 ms"
+    rows = list(csv.DictReader(io.StringIO(exporter("long_csv").render(doc))))
+    assert {"server": "", "file": "bench-1", "metric": "startup.sequential_sum_ms",
+            "value": "1808.6", "unit": "ms"} in rows
+    assert not [r for r in records_of(doc, metrics=["handshake_ms.median"])
+                if r["metric"].startswith("startup.")]
+
+
 def test_long_form_csv_and_json_parse_back():
     records = records_of([results(), second_file()], labels=["a", "b"],
                               metrics=["handshake_ms.median", "payload.verified"])

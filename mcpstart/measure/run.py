@@ -36,7 +36,8 @@ a handful of log lines; thousands are work it must do before it can serve the us
 @dataclass
 class Server:
     """One server of a run: its row (already holding what is known before measuring, e.g. a
-    build failure or the footprint) and what to spawn (None when it cannot be measured)."""
+    build failure or the footprint) and what to spawn (None when it cannot be measured).
+    ``done``: its last step ran (an exit signal after it leaves its status as it is)."""
 
     row: ServerResult
     command: Command | None
@@ -48,6 +49,7 @@ class Server:
     runs: list[dict] = field(default_factory=list)
     modern: dict = field(default_factory=lambda: {"discover": [], "first_call": []})
     stopped: bool = False
+    done: bool = False
 
     @property
     def measurable(self) -> bool:
@@ -96,11 +98,27 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
         _measure(servers, settings, order, results, progress, on_update, budget)
     except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
         if isinstance(stop.code, int) and stop.code > 128:
-            results.interrupted = (f"stopped by {signal.Signals(stop.code - 128).name}; the "
-                                   "rows hold what was measured before it")
+            name = signal.Signals(stop.code - 128).name
+            results.interrupted = f"stopped by {name}; the rows hold what was measured before it"
+            for server in servers:
+                if server.row.status == "ok" and server.command is not None and not server.done:
+                    server.row.status, server.row.reason = "interrupted", cut_short(
+                        server, settings.runs, name)
             on_update(results)
         raise
     return results
+
+
+def cut_short(server: Server, runs: int, signal_name: str) -> str:
+    """The reason of a row an exit signal stopped before its last step: "cut short by SIGINT
+    after 1 of 6 cold starts; not measured: revision matrix, tool session", or "...; stopped
+    in the tool session" when its idle memory was already read."""
+    counted = sum(1 for run in server.runs if not run.get("warmup"))
+    missing = ["revision matrix"] if "matrix" not in (server.row.protocol or {}) else []
+    missing += ["tool session"] if server.row.memory is None else []
+    return (f"cut short by {signal_name} after {counted} of {runs} cold starts"
+            + (f"; not measured: {', '.join(missing)}" if missing
+               else "; stopped in the tool session"))
 
 
 def _measure(servers: list[Server], settings: Settings, order: str, results: Results,
@@ -135,6 +153,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
             _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
                                                          s.traffic, step))
         _finish(server, settings, results.environment)
+        server.done = True
         on_update(results)
     started = [s for s in live if not _could_not_start(s)]
     if budget is not None and live:

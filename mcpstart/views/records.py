@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..results import dig, documents
-from .table import cell, columns, visible_rows
+from ..results import dig, documents, is_number
+from .table import cell, columns, file_labels, visible_rows
 
 FIELDS = ("server", "file", "metric", "value", "unit")
 _STAT_KEYS = {"median", "mean", "stdev", "min", "max", "mad", "p50", "p95", "ci_low", "ci_high"}
@@ -38,6 +38,7 @@ def records(results_list, labels=None, metrics=None) -> list[dict]:
     somewhere (or each row of ``metrics``), one record per key path the row reads. ``value``
     is the raw value in the unit of its key (``ms``, ``B``, ``s``; null when absent); a row
     whose value is a list or object (e.g. supported revisions) gives its table cell's text.
+    Without ``metrics``, then each file's startup budget (``startup_records``).
 
     Raises:
         UnknownMetric, ValueError: as ``table.table``.
@@ -56,4 +57,39 @@ def records(results_list, labels=None, metrics=None) -> list[dict]:
                     value = cell(server, row)
                 out.append({"server": server.get("name"), "file": label, "metric": path,
                             "value": _json_safe(value), "unit": unit_of(path)})
+    if not metrics:
+        for doc, label in zip(docs, file_labels(docs, labels)):
+            out += startup_records(doc.get("startup"), label)
+    return out
+
+
+_BUDGET = ("sequential_sum_ms", "concurrent_ms.median", "concurrent_ms.p95", "idle_rss_bytes",
+           "idle_pss_bytes")
+
+
+def startup_records(startup, label: str) -> list[dict]:
+    """The startup budget of one file (design.md ``startup``) as records: the whole set's
+    figures with ``server`` null (``startup.sequential_sum_ms``, ``startup.concurrent_ms.median``
+    ...), then per server and client limit ``startup.fits.<limit>s`` (``startup.fits.30s``:
+    true, false, or null
+    when it never got ready; false with ``startup.not_started`` naming why a server did not
+    start)."""
+    if not isinstance(startup, dict):
+        return []
+
+    def record(server, metric, value):
+        return {"server": server, "file": label, "metric": f"startup.{metric}",
+                "value": _json_safe(value) if _scalar(value) else str(value),
+                "unit": unit_of(f"startup.{metric}")}
+
+    out = [record(None, path, dig(startup, path)) for path in _BUDGET
+           if dig(startup, path) is not None]
+    for limit in startup.get("limits") if isinstance(startup.get("limits"), list) else []:
+        fits = limit.get("fits") if isinstance(limit, dict) else None
+        seconds = limit.get("limit_s") if isinstance(limit, dict) else None
+        for name, ok in fits.items() if isinstance(fits, dict) and is_number(seconds) else ():
+            out.append(record(name, f"fits.{seconds:g}s", ok))
+    not_started = startup.get("not_started")
+    for name, cause in not_started.items() if isinstance(not_started, dict) else ():
+        out.append(record(name, "not_started", cause))
     return out
