@@ -5,7 +5,7 @@ What a default run (``mcpstart measure`` on the reference recipes) needs; missin
 exits 1:
 
 - pidfds watched with ``poll`` (Linux >= 5.3): every server process is tracked, waited for
-  and reaped through its pidfd (stdio/tree.py, stdio/transport.py); without them mcpstart
+  and reaped through its pidfd (transports/tree.py, transports/stdio.py); without them mcpstart
   cannot follow a server's processes at all.
 - ``/proc/PID/statm`` (RSS) and ``/proc/PID/status`` (VmHWM): every memory figure (RSS,
   peak).
@@ -175,9 +175,9 @@ def process_checks() -> list[Check]:
 
 
 def check_subreaper() -> Check:
-    """Become a child subreaper (stdio.tree.child_subreaper, as measure does) and see a
+    """Become a child subreaper (transports.tree.child_subreaper, as measure does) and see a
     background ``sleep`` of an exiting shell adopted by this process."""
-    from .stdio.tree import child_subreaper
+    from .transports.tree import child_subreaper
 
     with child_subreaper() as became:
         return _adopts(became)

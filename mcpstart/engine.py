@@ -26,8 +26,8 @@ from .measure.startup import LIMITS_S
 from .redact import secrets_of
 from .results import Results
 from .interrupts import exit_on_signals
-from .stdio.session import shutdown_all
-from .stdio.tree import child_subreaper
+from .transports.session import shutdown_all
+from .transports.tree import child_subreaper
 from .targets.build import cache_root, ensure_built
 from .targets.plan import Plan, PlanError, make_plan
 from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
@@ -52,7 +52,7 @@ class Job:
         budget: startup limits in seconds for an all-at-once start; None: the default limits
             (startup.LIMITS_S) when the plan names several servers together, else none.
         rebuild, require_all, cache_dir: as ``mcpstart build`` takes them.
-        subreaper: make this process a child subreaper for the job (stdio.tree.
+        subreaper: make this process a child subreaper for the job (transports.tree.
             child_subreaper), so a server's process that leaves its parent is still found and
             shut down.
         progress: receives every Step (the CLI's display).

@@ -72,7 +72,7 @@ def warning(kind: Kind, detail: str, metric: str | None = None) -> dict:
     return {"kind": str(Kind(kind)), "metric": metric, "detail": detail}
 
 
-# ---- traffic (stdio/session.py) ---------------------------------------------------------
+# ---- traffic (transports/session.py) ---------------------------------------------------------
 
 def stdout_noise(count: int, example: str | None) -> dict:
     return warning(Kind.STDOUT_NOISE, f"skipped {count} stdout line(s) that are not JSON-RPC "

@@ -14,9 +14,9 @@ import tomli_w
 from mcpstart.command import Command
 from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.settings import Settings
-from mcpstart.stdio.base import SpawnError
-from mcpstart.stdio.session import Session, SessionError, Waits
-from mcpstart.stdio.transport import StdioTransport
+from mcpstart.transports.base import SpawnError
+from mcpstart.transports.session import Session, SessionError, Waits
+from mcpstart.transports.stdio import StdioTransport
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
 REQUIRE_ALL = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"

@@ -1,5 +1,5 @@
 """A scripted transport for tests: an MCP server played in process, on a virtual clock, behind
-mcpstart's transport seam (mcpstart/stdio/base.py). Runs take milliseconds: a wait that times
+mcpstart's transport seam (mcpstart/transports/base.py). Runs take milliseconds: a wait that times
 out advances the virtual clock instead of sleeping, and every wait says which timer ended it.
 
 A ``Script`` answers each client message with a list of ``Out`` events, each after a delay in
@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from mcpstart.stdio.base import Ended, Exit, Frame, Transport
-from mcpstart.stdio.framing import LineBuffer
+from mcpstart.transports.base import Ended, Exit, Frame, Transport
+from mcpstart.transports.framing import LineBuffer
 
 
 @dataclass

@@ -16,7 +16,7 @@ from mcpstart.wire import ToolCall, initialize_request
 from mcpstart.measure.startup import one_start
 from mcpstart.results import ServerResult
 from mcpstart.command import Command
-from mcpstart.stdio.session import (Exited, FramingError, NoAnswer, Session,
+from mcpstart.transports.session import (Exited, FramingError, NoAnswer, Session,
                                     SessionError, Traffic)
 
 from conftest import FAKE, FAST, fast, start
@@ -257,7 +257,7 @@ def test_cannot_start_missing_program():
 
 
 def test_endless_line_fails_without_buffering_it_all(monkeypatch):
-    monkeypatch.setattr("mcpstart.stdio.framing.MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr("mcpstart.transports.framing.MAX_LINE_BYTES", 1 << 20)
     writer = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     start = time.monotonic()
     with pytest.raises(SessionError, match="more than 1 MiB on stdout without a newline"):
@@ -415,7 +415,7 @@ def test_servers_started_together_are_never_each_others_orphans(fake):
     """As a subreaper, one server's process set adopts orphans started after its spawn; the
     servers spawned beside it (an editor-style start) are not orphans and stay their own."""
     from mcpstart.measure import spawn
-    from mcpstart.stdio.tree import child_subreaper
+    from mcpstart.transports.tree import child_subreaper
 
     first = initialize_request(REV)
     with child_subreaper(), spawn.started([(fake(), first), (fake(), first)], FAST,

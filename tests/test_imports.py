@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).parent.parent / "mcpstart"
 
 
 def unit(module: str) -> str:
-    """The node a module belongs to: its subpackage (``stdio``), or the top-level module."""
+    """The node a module belongs to: its subpackage (``transports``), or the top-level module."""
     parts = module.split(".")
     known = len(parts) > 1 and ((PACKAGE / parts[1]).is_dir()
                                 or (PACKAGE / f"{parts[1]}.py").is_file())
@@ -56,11 +56,11 @@ def test_no_cycle_between_subpackages_and_modules():
         order = list(TopologicalSorter(edges).static_order())
     except CycleError as err:
         raise AssertionError(f"import cycle: {' -> '.join(err.args[1])}") from err
-    assert order.index("stdio") < order.index("measure") < order.index("engine")
+    assert order.index("transports") < order.index("measure") < order.index("engine")
 
 
 def test_statistics_and_views_do_not_import_measure():
     edges = graph()
     assert "measure" not in edges["views"] and "measure" not in edges["stats"]
     assert edges["stats"] <= {"warnings"}
-    assert "measure" not in edges["targets"] and "stdio" not in edges["targets"]
+    assert "measure" not in edges["targets"] and "transports" not in edges["targets"]

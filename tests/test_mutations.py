@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.results import ServerResult, load
-from mcpstart.stdio.session import Waits
-from mcpstart.stdio.tree import child_subreaper
+from mcpstart.transports.session import Waits
+from mcpstart.transports.tree import child_subreaper
 from mcpstart.views.exports import exporter
 from mcpstart.views.table import table
 

@@ -62,7 +62,7 @@ def test_wheel_ships_package_recipes_and_server_sources_only(wheel):
     assert reference == shipped  # every recipe and server source, and no build output
     package = {n for n in names if n.startswith("mcpstart/") and not n.startswith(REFERENCE)}
     assert package == tracked("mcpstart")  # every subpackage, no __pycache__
-    assert {"mcpstart/targets/recipes.py", "mcpstart/stdio/__init__.py",
+    assert {"mcpstart/targets/recipes.py", "mcpstart/transports/__init__.py",
             "mcpstart/measure/footprint.py", "mcpstart/views/__init__.py"} <= package
 
 

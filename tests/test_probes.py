@@ -11,7 +11,7 @@ from mcpstart.measure.memory import Curve, SettleRule
 from mcpstart.measure.client import ProbeError, Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
-from mcpstart.stdio.tree import child_subreaper, is_subreaper
+from mcpstart.transports.tree import child_subreaper, is_subreaper
 
 from conftest import fake_command, fast
 from test_faults import session_row

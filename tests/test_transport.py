@@ -8,7 +8,7 @@ import time
 import psutil
 
 from mcpstart.command import Command
-from mcpstart.stdio.transport import StdioTransport, prepare, rehearse
+from mcpstart.transports.stdio import StdioTransport, prepare, rehearse
 
 ECHO_LENGTH = "import sys; print(len(sys.stdin.buffer.readline()))"
 

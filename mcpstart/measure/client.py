@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass, field
 
 from .. import warnings as warn
-from ..stdio.jsonrpc import json_bytes
-from ..stdio.session import NoAnswer, Response, Session, SessionError
+from ..transports.jsonrpc import json_bytes
+from ..transports.session import NoAnswer, Response, Session, SessionError
 from ..wire import REFERENCE_TOOL, ToolCall, paging_stop
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..command import Command
-from ..stdio.base import Ended, elapsed_ms
-from ..stdio.session import Session, SessionError, Traffic
+from ..transports.base import Ended, elapsed_ms
+from ..transports.session import Session, SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request
 from . import spawn
 from .client import (ProbeError, Skips, call_tool, chosen_call, initialize_result, list_tools,

@@ -1,4 +1,4 @@
-"""Memory of a server's processes (stdio/tree.py's set): idle RSS, PSS and USS per process and
+"""Memory of a server's processes (transports/tree.py's set): idle RSS, PSS and USS per process and
 summed once memory has settled; the peak of a phase, exact where Linux keeps a high-water mark
 (one process) and sampled otherwise (trees); and which other processes share the server's
 executable, on which PSS and USS depend."""
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import warnings as warn
-from ..stdio.tree import ProcessSet
+from ..transports.tree import ProcessSet
 from ..targets.cmdline import process_label
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -15,8 +15,8 @@ import time
 
 from .. import warnings as warn
 from ..command import Command
-from ..stdio.jsonrpc import clip
-from ..stdio.session import Exited, NoAnswer, Session, SessionError
+from ..transports.jsonrpc import clip
+from ..transports.session import Exited, NoAnswer, Session, SessionError
 from ..wire import MODERN_REVISION, initialize_request, modern_request
 from . import spawn
 from .settings import Settings

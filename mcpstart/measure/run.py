@@ -19,7 +19,7 @@ from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult
 from ..command import Command
 from ..stats import series_warnings, summarize
-from ..stdio.session import SessionError, Traffic
+from ..transports.session import SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
 from . import machine, revisions, spawn
 from .client import Skips

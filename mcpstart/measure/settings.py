@@ -9,9 +9,9 @@ from dataclasses import dataclass, field, fields, replace
 
 from .. import defaults
 from ..command import Command
-from ..stdio.base import Transport
-from ..stdio.session import Waits
-from ..stdio.transport import StdioTransport
+from ..transports.base import Transport
+from ..transports.session import Waits
+from ..transports.stdio import StdioTransport
 from ..wire import ToolCall
 from .memory import Sampling, SettleRule
 

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from ..command import Command
-from ..stdio.base import SpawnError
-from ..stdio.session import Session, SessionError
+from ..transports.base import SpawnError
+from ..transports.session import Session, SessionError
 from .settings import Settings
 
 

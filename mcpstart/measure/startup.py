@@ -12,8 +12,8 @@ import math
 import time
 
 from .. import Step
-from ..stdio.base import elapsed_ms
-from ..stdio.session import Session, SessionError, wait_any
+from ..transports.base import elapsed_ms
+from ..transports.session import Session, SessionError, wait_any
 from ..wire import initialize_request, paging_stop
 from . import spawn
 from .settings import Settings

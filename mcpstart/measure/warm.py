@@ -8,7 +8,7 @@ from collections.abc import Callable
 from .. import warnings as warn
 from ..command import Command
 from ..stats import summarize
-from ..stdio.session import Exited, NoAnswer, Session, SessionError, Traffic
+from ..transports.session import Exited, NoAnswer, Session, SessionError, Traffic
 from ..wire import (REFERENCE_TOOL, SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
 from ..results import ServerResult

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from .. import interrupts, warnings as warn
 from . import jsonrpc
 from .base import Ended, Frame, FrameTooLong, SpawnError, Transport, elapsed_ms
-from .transport import poll_many
+from .stdio import poll_many
 
 
 @dataclass(frozen=True)

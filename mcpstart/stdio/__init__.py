@@ -1,1 +1,0 @@
-"""The stdio transport: spawn, pipes, line framing, JSON-RPC, waits, process tree, shutdown."""
