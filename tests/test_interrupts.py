@@ -114,5 +114,5 @@ def test_a_signal_keeps_what_was_measured_and_says_so(tmp_path):
     assert row["status"] == "interrupted"
     assert row["reason"].startswith("cut short by SIGINT after 2 of 2 cold starts; ")
     assert row["handshake_ms"]["n"] == 2
-    assert len(row["protocol"]["matrix"]) == 6 and row["protocol"]["era"] == "legacy"
+    assert len(row["protocol"]["matrix"]) == 7 and row["protocol"]["era"] == "legacy"
     assert survivors(tmp_path) == []

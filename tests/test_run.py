@@ -70,7 +70,7 @@ def test_interleaved_rounds_follow_a_seeded_shuffle():
     # the spawns happened in that order: the handshake series, then the matrix of each server
     spawned = [name for name, _ in spawner.made]
     assert spawned[:9] == [name for _, name in sequence]
-    assert spawned[9:15] == ["a"] * 6  # discover + 5 initialize probes, each a fresh process
+    assert spawned[9:16] == ["a"] * 7  # discover + 6 initialize probes, each a fresh process
 
 
 def test_the_times_are_the_servers_own():

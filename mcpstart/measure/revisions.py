@@ -89,16 +89,24 @@ def _outcome(session: Session, row: dict, timeout_s: float) -> None:
 
 def matrix(command: Command, settings: Settings) -> list[dict]:
     """The revision matrix: ``server/discover`` with the modern envelope, then
-    ``initialize`` asking each handshake revision and one unknown future revision, each in
-    its own process (some servers exit on any first request but initialize). Once an
-    initialize probe got no answer at all, the others are not asked (fault-cases.md, case
-    16: a method that got no answer is not waited for again); the matrix then ends there."""
+    ``initialize`` asking each handshake revision, the modern revision (MODERN_REVISION,
+    2026-07-28: what a client that still opens with initialize meets; its answer's result
+    is kept verbatim in the row as ``result``) and one unknown future revision, each in its
+    own process (some servers exit on any first request but initialize). Once an initialize
+    probe got no answer at all, the others are not asked (fault-cases.md, case 16: a method
+    that got no answer is not waited for again); the matrix then ends there."""
     rows = [probe(command, modern_request("server/discover"), settings)]
-    for revision in (*HANDSHAKE_REVISIONS, FUTURE_REVISION):
+    for revision in (*HANDSHAKE_REVISIONS, MODERN_REVISION, FUTURE_REVISION):
         rows.append(probe(command, initialize_request(revision), settings))
         if rows[-1]["outcome"] == "no_answer":
             break
     return rows
+
+
+def _kept(row: dict) -> dict:
+    """A matrix row as stored: ``result`` only for initialize asking MODERN_REVISION."""
+    keep = row["method"] == "initialize" and row["requested"] == MODERN_REVISION
+    return {k: v for k, v in row.items() if k != "result" or keep}
 
 
 def _modern(revision: str) -> bool:
@@ -110,8 +118,11 @@ def derive(rows: list[dict]) -> tuple[dict, list[str]]:
     ``protocol`` holding
     ``discover_versions`` (None unless discover was answered as a modern server answers),
     ``discover`` ({server_info, capabilities} or None), ``supported_revisions`` (discover's
-    list plus every revision an initialize echoed back, sorted), ``era`` ("dual", "legacy",
-    "modern" or None) and ``matrix`` (the rows without ``result``)."""
+    list plus every revision an initialize echoed back, sorted), ``initialize_modern``
+    (what initialize asking MODERN_REVISION got: {outcome, answered, error_code,
+    error_message}, None when not asked), ``era`` ("dual", "legacy",
+    "modern" or None) and ``matrix`` (the rows, ``result`` kept only where ``matrix``
+    says)."""
     warnings = []
     discover = next((r for r in rows if r["method"] == "server/discover"), None)
     versions, info = None, None
@@ -137,9 +148,13 @@ def derive(rows: list[dict]) -> tuple[dict, list[str]]:
               and isinstance(r["answered"], str)}
     legacy = bool(echoed)
     era = "dual" if modern and legacy else "modern" if modern else "legacy" if legacy else None
+    asked = next((r for r in rows if r["method"] == "initialize"
+                  and r["requested"] == MODERN_REVISION), None)
     return {"discover_versions": versions, "discover": info,
             "supported_revisions": sorted(set(versions or []) | echoed), "era": era,
-            "matrix": [{k: v for k, v in r.items() if k != "result"} for r in rows]}, warnings
+            "initialize_modern": None if asked is None else {
+                k: asked[k] for k in ("outcome", "answered", "error_code", "error_message")},
+            "matrix": [_kept(r) for r in rows]}, warnings
 
 
 def speaks_modern(protocol: dict) -> bool:

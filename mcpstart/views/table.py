@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
+from ..wire import MODERN_REVISION
 
 MIB = 1024 * 1024
 KIB = 1024
@@ -111,6 +112,19 @@ class Row:
     @property
     def paths(self) -> tuple[str, ...]:
         return (self.path, *self.also)
+
+
+def _initialize_modern(value, _s) -> str:
+    """What initialize asking 2026-07-28 got: the revision answered ("2025-11-25 (down)" when
+    another), else how it was refused ("rejected: error -32022", "rejected: exited")."""
+    outcome = value.get("outcome")
+    if outcome == "answered":
+        answered = _text(value.get("answered"))
+        return answered if answered == MODERN_REVISION else f"{answered} (down)"
+    if outcome == "error":
+        code = value.get("error_code")
+        return f"rejected: error {_count(code)}" if code is not None else "rejected: error"
+    return f"rejected: {'no answer' if outcome == 'no_answer' else _text(outcome)}"
 
 
 def _revisions(value, _s) -> str:
@@ -220,6 +234,7 @@ ROWS: list[Row] = [
     Row("protocol.era", "protocol era", _plain(_text)),
     Row("protocol.supported_revisions", "supported revisions", _revisions),
     Row("protocol.negotiated_revision", "negotiated revision", _plain(_text)),
+    Row("protocol.initialize_modern", "initialize asking 2026-07-28", _initialize_modern),
     Row("handshake_ms.median", "cold start{cache}: median{ci} (ms)", _median_ci,
         ("handshake_ms.ci_low", "handshake_ms.ci_high", "handshake_ms.ci_level")),
     Row("handshake_ms.mean", "cold start mean ± stdev (ms)", _mean_stdev, ("handshake_ms.stdev",)),
