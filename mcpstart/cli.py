@@ -94,6 +94,10 @@ targets_opts = apply(
         help="Set a variable for every server (never shown or stored); repeatable."),
     opt("--input", "inputs", multiple=True, metavar="ID=VALUE", check=_lib(".command:env_pairs"),
         help="A VS Code ${input:ID} value (never shown or stored); repeatable."))
+sdk_opts = apply(
+    opt("--sdk", multiple=True, metavar="LANG=SPEC", help="Also the server LANG at SDK SPEC: a "
+        "version, a,b, A..B (every release between), latest or a checkout path; repeatable."),
+    opt("--pre", is_flag=True, help="--sdk ranges and latest include pre-releases."))
 export_opts = apply(*(opt(f"--export-{name}", type=click.Path(dir_okay=False, allow_dash=True),
                           metavar="FILE", check=_lib(".views.exports:check_target"),
                           help=f"Also write the cold-start series in hyperfine's {name} shape "
@@ -163,8 +167,8 @@ def main() -> None:
               epilog="\b\nExample:\n  mcpstart build --rebuild rust go")
 @click.argument("names", nargs=-1)
 @apply(opt("--rebuild", is_flag=True, help="Build even when an up-to-date build exists."),
-       recipes_opt, cache_opt, require_all_opt, quiet_opt)
-def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
+       sdk_opts, recipes_opt, cache_opt, require_all_opt, quiet_opt)
+def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) -> None:
     """Build the servers NAMES (default: every recipe), cached by a hash of recipe, sources and
     toolchains. Exit status: 0 built, up to date or skipped (a missing toolchain); 1 a build
     failed (its log's tail is shown; with --require-all: or skipped); 2 bad input."""
@@ -179,7 +183,7 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
         failed.append(item.status == "failed" or (item.status == "skipped" and require_all))
 
     with Display(quiet=quiet) as display:
-        _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress, built)
+        _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress, built, sdk, pre)
     sys.exit(1 if any(failed) else 0)
 
 
@@ -214,7 +218,7 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
         help="Startup limits for an all-at-once start (default for several named: 10,30,60)."),
-    opt("--rebuild", is_flag=True, help="Rebuild the servers first."), recipes_opt,
+    opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def measure(command, quiet, fmt, **kw) -> None:
@@ -251,7 +255,7 @@ def measure(command, quiet, fmt, **kw) -> None:
            help="Seconds the first, unprobed start may take (a first npx/uvx download)."),
        opt("--output", "-o", type=click.Path(dir_okay=False), check=output_check,
            help="Also write a results file (JSON, with its TOML copy)."),
-       recipes_opt, cache_opt, tablefmt_opt, quiet_opt)
+       sdk_opts, recipes_opt, cache_opt, tablefmt_opt, quiet_opt)
 def revisions(names, tablefmt, quiet, **kw) -> None:
     """Probe each server NAMES (default: all), or the one after -- COMMAND, in a fresh
     process per probe: server/discover (2026-07-28), and initialize asking each revision and

@@ -31,6 +31,7 @@ from .transports.tree import child_subreaper
 from .targets.build import cache_root, ensure_built
 from .targets.plan import Plan, PlanError, make_plan
 from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
+from .targets.variants import VariantError, with_variants
 from .views.exports import ExportManager
 
 
@@ -127,7 +128,7 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
     try:
         plan = make_plan(command, options["server_specs"], options["configs"],
                          options["client"], name, options["cwd"], only, floor, recipe_folder,
-                         options.get("inputs"))
+                         options.get("inputs"), options.get("sdk", ()), options.get("pre", False))
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,
@@ -236,19 +237,24 @@ def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
 
 
 def build(names: list[str], recipes_dir: str | None, cache_dir: str | None, rebuild: bool,
-          progress: Progress, on_built: Callable) -> None:
+          progress: Progress, on_built: Callable, sdk: tuple[str, ...] = (),
+          pre: bool = False) -> None:
     """Build the recipes ``names`` (all of them when empty) from ``recipes_dir`` (or the
-    default folder, said through ``progress``), calling ``on_built(build)`` after each.
+    default folder, said through ``progress``), and the ``sdk`` variants of them
+    (targets/variants.py), calling ``on_built(build)`` after each.
 
     Raises:
-        JobError: the recipe folder, a recipe or the cache folder cannot be used.
+        JobError: the recipe folder, a recipe, an --sdk value or the cache folder cannot be
+            used.
     """
     try:
         folder, which = find_recipe_folder(recipes_dir)
         progress(which)
-        recipes = load_recipes(folder, names or None)
-    except RecipeError as err:
+        recipes, notes = with_variants(load_recipes(folder, names or None), sdk, pre)
+    except (RecipeError, VariantError) as err:
         raise JobError(str(err)) from err
+    for note in notes:
+        progress(note)
     cache = cache_folder(cache_dir)
     for recipe in recipes:
         on_built(ensure_built(recipe, cache, rebuild, progress))

@@ -32,6 +32,7 @@ class ServerResult:
     language: str | None = None
     sdk: str | None = None
     sdk_version: str | None = None
+    sdk_source: dict | None = None
     status: str = "ok"
     reason: str | None = None
     not_measured: dict = field(default_factory=dict)

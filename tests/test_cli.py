@@ -286,7 +286,7 @@ def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(t
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--server", modern])
     assert result.exit_code == 0, result.output
     lines = [l for l in result.stdout.splitlines() if l.startswith("| modern")]
-    assert len(lines) == 6
+    assert len(lines) == 7  # discover, initialize x 6 (4 handshake revisions, 2026-07-28, 2099-12-31)
     assert "| initialize      | 2025-11-25  | error     |" in result.stdout
     assert "-32022" in result.stdout and '{"supported": ["2026-07-28"]' in result.stdout
     assert "- modern: era modern; supported revisions 2026-07-28" in result.stdout

@@ -218,7 +218,8 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
 
     Returns:
         ``({artifact_bytes, dev_tree_bytes, dependency_count, lock_count, tool_lines,
-        build_s, build_cached, debug_info, not_measured}, sdk_version, warnings)``. A figure
+        build_s, build_cached, debug_info, not_measured, packages}, sdk_version, warnings)``
+        (``packages``: the shipped (name, version) pairs, absent when not counted). A figure
         that does not apply (the recipe has no ``[build]``, ``[artifact]``,
         ``[dependencies]``, lock file or ``tool_file``; no ELF file for ``debug_info``) is
         None with the reason in ``not_measured`` ({key: reason}: "n/a" in tables); a figure
@@ -273,6 +274,7 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
         if attempt("dependency_count", lambda: shipped_packages(build)):
             packages = block["dependency_count"]
             block["dependency_count"] = len(packages)
+            block["packages"] = sorted(packages)
             sdk_version = next((v for n, v in sorted(packages)
                                 if recipe.sdk and n in (recipe.sdk, recipe.sdk.lower())), None)
     if sdk_version and recipe.sdk_version and sdk_version.lstrip("v") != recipe.sdk_version.lstrip("v"):

@@ -14,11 +14,13 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult
 from ..command import Command
 from ..stats import series_warnings, summarize
+from ..targets.variants import source_record
 from ..transports.session import SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
 from . import machine, revisions, spawn
@@ -367,6 +369,7 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
 
     recipe = build.recipe
     row = ServerResult(recipe.name, recipe.language, recipe.sdk, recipe.sdk_version)
+    row.sdk_source = source_record(recipe, None, None, None)  # completed once it is built
     if recipe.sdk is None:
         row.skip_block("sdk_version", "the recipe names no SDK")
     if build.status == "skipped":
@@ -377,15 +380,20 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     if not build.ok:
         row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
         return Server(row, None)
+    packages = resolved = None
     try:
         footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
         for key, reason in footprint.pop("not_measured").items():
             row.skip_block(f"footprint.{key}", reason)
+        packages = footprint.pop("packages", None)
         row.footprint = footprint
         row.sdk_version = resolved or recipe.sdk_version
         row.warnings += warnings
     except Exception as err:  # a footprint is a side figure: never lose the row for it
         row.warnings.append(warn.footprint_failed(err))
+    lock = recipe.dependencies.get("lock")
+    row.sdk_source = source_record(recipe, Path(build.path(lock)) if lock else None, packages,
+                                   resolved)
     return Server(row, build.command(settings.env),
                   artifacts=[p for pattern in recipe.artifact_include
                              for p in glob.glob(build.path(pattern))])

@@ -189,13 +189,17 @@ def toolchain_versions(recipe: Recipe) -> tuple[dict[str, str], str | None]:
 
 
 def build_key(recipe: Recipe, versions: dict[str, str]) -> str:
-    """sha256 hex of the recipe file, each source file (path and bytes) and the toolchain
-    versions: anything else in the source folder (caches, editor files) does not count."""
+    """sha256 hex of the recipe file, each source file (path and bytes), the toolchain
+    versions and, for an SDK variant, what it is built from (``SdkSource.key``: version and
+    date, or checkout path and fingerprint): anything else in the source folder (caches,
+    editor files) does not count."""
     digest = hashlib.sha256(recipe.path.read_bytes())
     for rel in recipe.source_files():
         digest.update(b"\0file\0" + str(rel).encode() + b"\0")
         digest.update((recipe.source_dir / rel).read_bytes())
     digest.update(json.dumps(versions, sort_keys=True).encode())
+    if recipe.sdk_source is not None:
+        digest.update(b"\0sdk\0" + json.dumps(recipe.sdk_source.key(), sort_keys=True).encode())
     return digest.hexdigest()
 
 

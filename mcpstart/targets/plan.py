@@ -46,15 +46,21 @@ class Plan:
 def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
               configs: tuple[str, ...], client: str | None, name: str | None,
               cwd: str | None, only: tuple[str, ...], floor: bool,
-              recipe_folder: Callable[[], Path], inputs: dict[str, str] | None = None) -> Plan:
+              recipe_folder: Callable[[], Path], inputs: dict[str, str] | None = None,
+              sdk: tuple[str, ...] = (), pre: bool = False) -> Plan:
     """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed;
-    ``inputs`` give VS Code's ``${input:ID}`` values (masked like secrets).
+    ``inputs`` give VS Code's ``${input:ID}`` values (masked like secrets); ``sdk`` are
+    ``--sdk LANG=SPEC`` values, each recipe's variants placed after it (targets/variants.py,
+    ``pre``: ranges and latest take pre-releases). ``only`` keeps a recipe's variants with it
+    (``python`` keeps ``python@2.1.1``), or names one variant.
 
     Raises:
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
-            without a command, an unreadable config or recipe.
+            without a command, an unreadable config or recipe, an --sdk that names no
+            variant or is given with servers that are not the reference set.
     """
     from .configs import ConfigError, load_config
+    from .variants import VariantError, with_variants
 
     plan = Plan()
     if name is not None and not command:
@@ -85,12 +91,18 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
                         for e in more]
         plan.notes += [f"{config}: {note}" for note in found.notes]
     named = bool(command or server_specs or configs)
+    if named and sdk:
+        raise PlanError("--sdk builds the reference servers at other SDK versions; it does "
+                        "not apply to -- COMMAND, --server or --config")
     try:
         if not named:
             plan.recipes = load_recipes(recipe_folder())
         elif floor:
             plan.recipes = load_recipes(recipe_folder(), [FLOOR])
-    except RecipeError as err:
+        if sdk:
+            plan.recipes, notes = with_variants(plan.recipes, sdk, pre)
+            plan.notes += notes
+    except (RecipeError, VariantError) as err:
         raise PlanError(str(err)) from err
     seen: set[str] = set()
     for item in plan.names:
@@ -103,7 +115,8 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         if unknown:
             raise PlanError(f"no server named {', '.join(unknown)}; known: "
                             f"{', '.join(plan.names)}")
-        plan.recipes = [r for r in plan.recipes if r.name in only]
+        plan.recipes = [r for r in plan.recipes if r.name in only
+                        or r.name.split("@", 1)[0] in only]
         plan.targets = [t for t in plan.targets if t.name in only]
         plan.skipped = [s for s in plan.skipped if s.name in only]
     plan.together = named and len(plan.targets) > 1

@@ -100,6 +100,9 @@ class Recipe:
         transport: one of TRANSPORTS; "stdio" unless the recipe says ``transport = "http"``
             (then ``run_argv`` holds PORT).
         versions: ``[versions]``, or None without it.
+        sdk_source: for an SDK variant (targets/variants.py), the ``SdkSource`` it is built
+            from (its steps are then ``[versions]``' in place of ``[build]``'s); None for the
+            recipe as written.
     """
 
     name: str
@@ -121,6 +124,7 @@ class Recipe:
     dependencies: dict[str, str] = field(default_factory=dict)
     transport: str = "stdio"
     versions: Versions | None = None
+    sdk_source: object | None = None
 
     @property
     def has_build(self) -> bool:
