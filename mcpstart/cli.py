@@ -298,26 +298,37 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
     _show(_load(paths, "report"), fmt, exports, list(labels) or None, metrics, transpose)
 
 
-@main.command(short_help="Compare two results files; exit 1 on a regression (a CI gate).",
-              epilog="\b\nExample, in CI (the table is Markdown for a pull-request comment):\n"
-                     "  mcpstart compare main-results.json mcpstart-results.json > comment.md")
+@main.command(short_help="Compare two results files, or two variants; exit 1 on a regression.",
+              epilog="\b\nExamples, in CI (Markdown for a pull-request comment):\n"
+                     "  mcpstart compare main-results.json mcpstart-results.json > comment.md\n"
+                     "  mcpstart compare r.json --old-variant python@2.2.0 --new-variant python")
 @click.argument("old", type=click.Path(dir_okay=False))
-@click.argument("new", type=click.Path(dir_okay=False))
+@click.argument("new", required=False, type=click.Path(dir_okay=False))
 @apply(opt("--threshold", default=10.0, type=click.FloatRange(min=0), check=_finite(),
            help="Percent above OLD's median a significant slowdown must reach to count."),
        opt("--alpha", default=0.01, type=click.FloatRange(0, 1, min_open=True),
            help="Significance level of the exact one-sided Mann-Whitney U test."),
+       opt("--old-variant", metavar="NAME", help="With one file: its server NAME is OLD."),
+       opt("--new-variant", metavar="NAME", help="With one file: its server NAME is NEW."),
        tablefmt_opt)
-def compare(old, new, threshold, alpha, tablefmt) -> None:
-    """Compare NEW with OLD, server by server: each series' medians, ratio and an exact
-    one-sided Mann-Whitney U test that NEW is slower; memory and footprint by ratio. Exit
-    status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's, or a
-    server ok in OLD failed in NEW); 0 none; 2 bad input."""
-    from .views.compare import compare as compare_results, render
+def compare(old, new, threshold, alpha, old_variant, new_variant, tablefmt) -> None:
+    """Compare NEW with OLD, server by server, or two servers of one file (--old-variant,
+    --new-variant: two SDK variants measured in the same interleaved rounds, the gate a
+    drifting machine cannot fool): each series' medians, ratio and an exact one-sided
+    Mann-Whitney U test that NEW is slower; memory and footprint by ratio. Exit status: 1 a
+    regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's, or a server ok in
+    OLD failed in NEW); 0 none; 2 bad input."""
+    from .views.compare import compare as compare_results, render, variant_pair
 
-    before, after = (r.to_dict() for r in _load((old, new), "compare"))
-    comparison = compare_results(before, after, threshold_pct=threshold, alpha=alpha)
-    click.echo(render(comparison, tablefmt, old, new))
+    if bool(old_variant) != bool(new_variant) or bool(old_variant) == bool(new):
+        raise click.UsageError("give OLD and NEW files, or one file with --old-variant and "
+                               "--new-variant")
+    files = _load((old, new) if new else (old,), "compare")
+    before, after = (_input(variant_pair, files[0].to_dict(), old_variant, new_variant)
+                     if old_variant else (r.to_dict() for r in files))
+    comparison = compare_results(before, after, threshold, alpha, same_run=bool(old_variant))
+    click.echo(render(comparison, tablefmt, *((old_variant, new_variant) if old_variant
+                                              else (old, new))))
     sys.exit(1 if comparison.regressions else 0)
 
 
@@ -327,12 +338,12 @@ def compare(old, new, threshold, alpha, tablefmt) -> None:
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
-       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline"]),
+       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline", "history"]),
            help="One chart. Default: a panel per chart the file can fill."))
 def plot(results_file, output, kind) -> None:
     """Draw charts of a results file: cold start per server (median, min to max, the floor
     as a line), memory (idle per process, peak), footprint, an all-at-once start's
-    timeline."""
+    timeline; history: each metric against the SDK version of --sdk variants."""
     from .views.plot import write
 
     _input(write, _load([results_file], "plot")[0], kind, Path(output))

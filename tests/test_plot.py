@@ -149,3 +149,36 @@ def test_matplotlib_is_imported_only_when_plotting():
             "mcpstart.views.exports; print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_history_draws_each_metric_against_the_sdk_version():
+    """go measured at v1.9.0, v1.10.0 and a checkout (v1.10 after v1.9), python at two
+    versions, rust at one (no column); a failed variant leaves its point out."""
+    def row(name, language, version, median, kind="registry", **more):
+        return {"name": name, "language": language, "sdk_version": version, "status": "ok",
+                "sdk_source": {"kind": kind, "version": version},
+                "handshake_ms": {"median": median, "ci_low": median - 1, "ci_high": median + 2},
+                "memory": {"idle_rss_bytes": 10 * 1024 * 1024}, **more}
+
+    doc = results()
+    doc["servers"] = [
+        row("go@v1.10.0", "go", "v1.10.0", 4.0), row("go", "go", "v1.9.0", 3.0, "default"),
+        row("go@local", "go", None, 5.0, "path"), row("rust", "rust", "3.11.0", 2.0, "default"),
+        row("python", "python", "2.3.0", 300.0, "default"),
+        {"name": "python@2.2.0", "language": "python", "sdk_version": "2.2.0", "status": "failed",
+         "sdk_source": {"kind": "registry", "version": "2.2.0"}}]
+    fig = figure(doc, "history")
+    titled = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+    assert list(titled) == ["go", "python"]
+    assert len(fig.axes) == 5 * 2  # a row per metric, a column per language
+    go, python = titled["go"], titled["python"]
+    assert go.get_ylabel() == "cold start, median (ms)"
+    assert [t.get_text() for t in fig.axes[-2].get_xticklabels()] == ["v1.9.0", "v1.10.0", "local"]
+    assert list(go.get_lines()[-1].get_ydata()) == [3.0, 4.0, 5.0]
+    assert [t.get_text() for t in fig.axes[-1].get_xticklabels()] == ["2.2.0", "2.3.0"]
+    assert list(python.get_lines()[-1].get_xdata()) == [1]  # the failed 2.2.0 has no point
+    assert fig.axes[2].get_ylabel() == "idle RSS (MiB)"
+    assert list(fig.axes[2].get_lines()[-1].get_ydata()) == [10.0, 10.0, 10.0]
+    doc["servers"] = doc["servers"][3:4]
+    with pytest.raises(ValueError, match="needs a language measured at two SDK versions"):
+        figure(doc, "history")

@@ -131,9 +131,29 @@ def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: flo
     return None
 
 
-def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.01
-            ) -> Comparison:
-    """Compare two results files, each given as its JSON form (``Results.to_dict()``).
+def variant_pair(results: dict, old_name: str, new_name: str) -> tuple[dict, dict]:
+    """Two servers of one results file (two SDK variants, or any two rows) as an OLD and a
+    NEW file of one server each, named "OLD_NAME -> NEW_NAME", for ``compare(..., same_run=
+    True)``: measured in the same interleaved rounds, the machine's drift hits both alike.
+
+    Raises:
+        ValueError: the file holds no server of one of the names (the message lists them).
+    """
+    servers = _servers(results)
+    missing = [n for n in (old_name, new_name) if n not in servers]
+    if missing:
+        raise ValueError(f"no server named {', '.join(missing)} in the file; it holds "
+                         f"{', '.join(servers) or 'none'}")
+    pair = f"{old_name} -> {new_name}"
+    return tuple({**results, "servers": [{**servers[n], "name": pair}]}
+                 for n in (old_name, new_name))
+
+
+def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.01,
+            same_run: bool = False) -> Comparison:
+    """Compare two results files, each given as its JSON form (``Results.to_dict()``);
+    ``same_run``: both come from one run (``variant_pair``), so neither the floor's drift
+    nor the machines are checked.
 
     For each server in both files: a "status" row when the status changed; each series of
     ``SERIES`` with samples on both sides gets old and new medians, the ratio, and
@@ -154,8 +174,9 @@ def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.
     """
     comparison = Comparison(alpha=alpha, threshold_pct=threshold_pct)
     old_servers, new_servers = _servers(old), _servers(new)
-    drift = _drift(old_servers, new_servers, alpha, threshold_pct, comparison.notes)
-    comparison.notes += _machines(old, new)
+    drift = {} if same_run else _drift(old_servers, new_servers, alpha, threshold_pct,
+                                       comparison.notes)
+    comparison.notes += [] if same_run else _machines(old, new)
     comparison.only_old = [n for n in old_servers if n not in new_servers]
     comparison.only_new = [n for n in new_servers if n not in old_servers]
     for name, old_row in old_servers.items():

@@ -239,8 +239,9 @@ def _caption(doc: dict) -> str:
 
 def figure(results, kind: str | None = None):
     """A Figure of one results file (a ``Results`` or its JSON dict): the chart ``kind``
-    (one of CHARTS), or without it one panel per chart the results can fill. The machine
-    (cpu model, cores, OS) and the date are the caption.
+    (one of CHARTS, or "history": views/history.py, a figure of its own), or without it one
+    panel per chart the results can fill. The machine (cpu model, cores, OS) and the date
+    are the caption.
 
     Raises:
         ValueError: unknown ``kind``, or the results hold nothing that chart needs.
@@ -249,8 +250,17 @@ def figure(results, kind: str | None = None):
     from matplotlib.figure import Figure
 
     doc = documents(results)[0]
+    if kind == "history":
+        from . import history
+
+        fig = Figure(figsize=(4.5 * max(1, len(history.history_data(doc))) + 1, 13),
+                     layout="constrained")
+        FigureCanvasAgg(fig)
+        history.draw(fig, doc)
+        fig.supxlabel(_caption(doc), fontsize=8, color="dimgray")
+        return fig
     if kind is not None and kind not in CHARTS:
-        raise ValueError(f"unknown plot kind {kind!r}; known: {', '.join(CHARTS)}")
+        raise ValueError(f"unknown plot kind {kind!r}; known: {', '.join(CHARTS)}, history")
     kinds = available(doc)
     if kind is not None:
         if kind not in kinds:

@@ -354,15 +354,40 @@ def file_labels(docs: list[dict], labels=None) -> list[str]:
     return out
 
 
+def in_variant_order(rows: list[dict]) -> list[dict]:
+    """Server rows in file order, each followed by its SDK variants (rows whose
+    ``sdk_source.kind`` is "registry" or "path", named ``BASE@...``) in version order
+    (targets.releases.version_key: v1.10 after v1.9), checkouts last. Without variants the
+    order is the file's."""
+    from ..targets.releases import version_key
+
+    def kind(row: dict) -> str | None:
+        source = row.get("sdk_source")
+        return source.get("kind") if isinstance(source, dict) else None
+
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        variant = kind(row) in ("registry", "path")
+        groups.setdefault(name_of(row).split("@", 1)[0] if variant else name_of(row),
+                          []).append(row)
+
+    def rank(row: dict) -> tuple:
+        version = row["sdk_source"].get("version") if kind(row) == "registry" else None
+        return ({"registry": 1, "path": 2}.get(kind(row), 0),
+                version_key(version) if isinstance(version, str) else version_key("0"))
+
+    return [row for group in groups.values() for row in sorted(group, key=rank)]
+
+
 def columns(docs: list[dict], labels=None, floor: bool = False
             ) -> list[tuple[str, dict, str, dict]]:
-    """One (header, doc, file label, server) per column: the server's name (with ``floor``,
-    "c (floor)" for the floor server), or "name (label)" when several files or explicit
-    labels are shown."""
+    """One (header, doc, file label, server) per column, in_variant_order: the server's
+    name (with ``floor``, "c (floor)" for the floor server), or "name (label)" when several
+    files or explicit labels are shown."""
     named = labels is not None or len(docs) > 1
     out = []
     for doc, label in zip(docs, file_labels(docs, labels)):
-        for server in servers(doc):
+        for server in in_variant_order(servers(doc)):
             name = f"{name_of(server)} (floor)" if floor and is_floor(server) else name_of(server)
             header = f"{name} ({label})" if named else name
             out.append((header, doc, label, server))

@@ -1,0 +1,198 @@
+"""SDK variants (--sdk) on a toy recipe whose "SDK" is a start-up delay: variants named and
+built apart, a local checkout's state and staleness, a failed variant a row of its own, and
+compare between two variants of one run. No network: the registry listing is replaced."""
+
+import json
+import re
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+import pytest
+from click.testing import CliRunner
+
+from mcpstart.cli import main
+from mcpstart.targets import releases, variants
+from mcpstart.targets.build import build_key
+from mcpstart.targets.recipes import load_recipe
+from mcpstart.targets.releases import Release
+
+from conftest import FAKE, toy_recipe, write_recipe
+
+SERVER = f"""import pathlib, runpy, sys
+delay = (pathlib.Path(__file__).parent / "delay.txt").read_text().strip()
+sys.argv = [{str(FAKE)!r}, "--slow-start", delay]
+runpy.run_path({str(FAKE)!r}, run_name="__main__")
+"""
+# a release's "SDK" is the delay it starts with: 2.0.1 is 60 ms slower, 9.9.9 does not build
+PICK = ("import sys; v = '{version}'; sys.exit('no such release: ' + v) if v == '9.9.9' "
+        "else open('delay.txt', 'w').write('0.06' if v == '2.0.1' else '0')")
+
+
+def toy(tmp_path):
+    recipe = toy_recipe()
+    recipe.update(sdk_version="1.0.0", sources=["server.py"])
+    recipe["build"] = {"steps": [[sys.executable, "-c", "open('delay.txt', 'w').write('0')"]]}
+    recipe["run"] = {"argv": [sys.executable, "{src}/server.py"]}
+    recipe["dependencies"] = {"method": "none", "lock": "{src}/delay.txt"}
+    recipe["versions"] = {
+        "package": "toy-sdk", "registry": "pypi", "list": ["pip", "index", "versions", "{package}"],
+        "install_version": [[sys.executable, "-c", PICK]],
+        "install_path": [["cp", "{path}/delay.txt", "delay.txt"]], "workspace": ["."]}
+    return write_recipe(tmp_path, "toy", recipe, {"server.py": SERVER})
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """The toy SDK's releases, dated, as the registry would list them."""
+    listed = [Release(v, datetime(2026, 1, day, tzinfo=timezone.utc), yanked=v == "2.0.2")
+              for day, v in enumerate(["0.9.0", "1.0.0", "2.0.0", "2.0.1", "2.0.2", "2.1.0rc1"], 1)]
+    monkeypatch.setattr(releases, "releases", lambda *a: listed)
+    monkeypatch.setattr(releases, "release",
+                        lambda package, registry, version: next(r for r in listed
+                                                                if r.version == version))
+
+
+def test_specs_name_their_variants(tmp_path, registry):
+    recipe = load_recipe(toy(tmp_path))
+    found, notes = variants.variants_of(recipe, ["2.0.1,2.0.0", "1.0.0", "latest"])
+    assert [r.name for r in found] == ["toy@2.0.0", "toy@2.0.1"]  # latest is 2.0.1: 2.0.2 is yanked
+    assert notes == ["--sdk python=1.0.0 is the default version: measured as toy"]
+    assert found[1].steps == [[sys.executable, "-c", PICK.replace("{version}", "2.0.1")]]
+    assert found[1].sdk_version == "2.0.1" and found[1].sdk_source.kind == "registry"
+    ranged, _ = variants.variants_of(recipe, ["0.9.0..2.1.0rc1"])
+    assert [r.name for r in ranged] == ["toy@0.9.0", "toy@2.0.0", "toy@2.0.1"]
+    with_pre, _ = variants.variants_of(recipe, ["2.0.0..2.1.0rc1"], pre=True)
+    assert [r.name for r in with_pre] == ["toy@2.0.0", "toy@2.0.1", "toy@2.1.0rc1"]
+    keys = {build_key(r, {}) for r in [recipe, *found]}
+    assert len(keys) == 3  # each variant builds in a folder of its own
+    with pytest.raises(variants.VariantError, match="lists no release of toy-sdk from 3 to 4"):
+        variants.variants_of(recipe, ["3..4"])
+
+
+def test_a_date_fills_the_steps_that_ask_for_it(tmp_path, registry):
+    recipe = load_recipe(toy(tmp_path))
+    table = recipe.versions
+    dated = recipe.__class__(**{**recipe.__dict__, "versions": table.__class__(
+        **{**table.__dict__, "install_version": [["echo", "{package}=={version}", "{date}"]]})})
+    [variant], _ = variants.variants_of(dated, ["2.0.0"])
+    assert variant.steps == [["echo", "toy-sdk==2.0.0", "2026-01-04T00:00:00Z"]]  # its day + 1
+    assert variant.sdk_source.record()["date"] == "2026-01-04T00:00:00Z"
+
+
+def git(folder, *args):
+    subprocess.run(["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+def test_a_local_checkout_is_recorded_and_goes_stale_when_a_file_changes(tmp_path):
+    recipe = load_recipe(toy(tmp_path))
+    checkout = tmp_path / "toy-sdk"
+    checkout.mkdir()
+    (checkout / "delay.txt").write_text("0")
+    git(checkout, "init", "-q")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-qm", "one")
+    [local], _ = variants.variants_of(recipe, [str(checkout)])
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], text=True,
+                          capture_output=True, check=True).stdout.strip()
+    assert local.name == "toy@local" and local.steps == [["cp", f"{checkout}/delay.txt",
+                                                          "delay.txt"]]
+    assert local.sdk_source.record() == {
+        "kind": "path", "package": "toy-sdk", "version": None, "date": None,
+        "path": str(checkout), "commit": head, "dirty": False, "workspace": ["."]}
+    (checkout / "delay.txt").write_text("0.5")  # an edit: stale, and dirty
+    [edited], _ = variants.variants_of(recipe, [str(checkout)])
+    assert edited.sdk_source.dirty is True
+    assert build_key(edited, {}) != build_key(local, {})
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "delay.txt").write_text("0")
+    two, _ = variants.variants_of(recipe, [str(checkout), str(plain)])
+    assert [r.name for r in two] == ["toy@local-toy-sdk", "toy@local-plain"]
+    assert (two[1].sdk_source.commit, two[1].sdk_source.dirty) == (None, None)
+    before = two[1].sdk_source.fingerprint
+    (plain / "new.txt").write_text("x")  # a folder that is no checkout counts every file
+    assert variants.variants_of(recipe, [str(plain)])[0][0].sdk_source.fingerprint != before
+    with pytest.raises(variants.VariantError, match="not a folder"):
+        variants.variants_of(recipe, [str(tmp_path / "missing")])
+
+
+def measure(tmp_path, *args):
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(main, ["measure", "--recipes", str(tmp_path / "build-recipes"),
+                                       "--cache-dir", str(tmp_path / "cache"), "--round-trips",
+                                       "0", "--payload-bytes", "1000", "-o", str(out), *args])
+    return result, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_variants_measured_in_one_run_and_compared_within_it(tmp_path):
+    """toy@2.0.1 starts 60 ms later than toy@2.0.0: compare of the two variants exits 1;
+    the default and toy@2.0.0, the same code built twice, exit 0. A release that does not
+    build is a failed row with its log's tail; the others go on."""
+    toy(tmp_path)
+    result, data = measure(tmp_path, "--sdk", "python=2.0.0,2.0.1,9.9.9", "--runs", "8",
+                           "--warmup", "1", "--order", "interleave", "--seed", "3")
+    assert result.exit_code == 1, result.output  # the 9.9.9 row failed
+    rows = {s["name"]: s for s in data["servers"]}
+    assert list(rows) == ["toy", "toy@2.0.0", "toy@2.0.1", "toy@9.9.9"]
+    broken = rows["toy@9.9.9"]
+    assert broken["status"] == "failed" and "no such release: 9.9.9" in broken["reason"]
+    assert broken["sdk_source"]["version"] == "9.9.9"
+    assert all(rows[n]["status"] == "ok" for n in ("toy", "toy@2.0.0", "toy@2.0.1"))
+    assert rows["toy@2.0.1"]["sdk_source"]["lock_sha256"] != rows["toy"]["sdk_source"]["lock_sha256"]
+    assert rows["toy"]["sdk_source"]["kind"] == "default"
+    rounds = [r["server"] for r in data["run_sequence"] if r["series"] == "handshake"]
+    assert rounds[:3] != rounds[3:6] or rounds[3:6] != rounds[6:9]  # interleaved, shuffled
+    slower = CliRunner().invoke(main, ["compare", str(tmp_path / "out.json"), "--old-variant",
+                                       "toy@2.0.0", "--new-variant", "toy@2.0.1"])
+    assert slower.exit_code == 1, slower.output
+    assert "| toy@2.0.0 -> toy@2.0.1 | handshake_ms" in slower.output
+    assert "regression" in slower.output and "floor" not in slower.output
+    same = CliRunner().invoke(main, ["compare", str(tmp_path / "out.json"), "--old-variant",
+                                     "toy", "--new-variant", "toy@2.0.0"])
+    assert same.exit_code == 0, same.output
+    report = CliRunner().invoke(main, ["report", str(tmp_path / "out.json"), "--metrics",
+                                       "sdk_version"])
+    assert re.search(r"\| SDK version +\| +1\.0\.0 \| +2\.0\.0 \| +2\.0\.1 \| +9\.9\.9 \|",
+                     report.output), report.output
+
+
+def test_bad_sdk_options_are_usage_errors(tmp_path):
+    toy(tmp_path)
+    result, _ = measure(tmp_path, "--sdk", "java=2.0.0")
+    assert result.exit_code == 2 and "--sdk: no reference server in java; known: toy" in result.output
+    result, _ = measure(tmp_path, "--sdk", "python")
+    assert result.exit_code == 2 and "expected LANG=SPEC" in result.output
+    result, _ = measure(tmp_path, "--sdk", "python=2.0.0", "--", "python3", "x.py")
+    assert result.exit_code == 2 and "it does not apply to -- COMMAND" in result.output
+    one = CliRunner().invoke(main, ["compare", str(tmp_path / "x.json"), "--old-variant", "a"])
+    assert one.exit_code == 2 and "give OLD and NEW files, or one file with" in one.output
+
+
+def test_only_keeps_a_servers_variants_or_names_one(tmp_path):
+    from mcpstart.targets.plan import make_plan
+
+    toy(tmp_path)
+    folder = lambda: tmp_path / "build-recipes"  # noqa: E731
+    plan = make_plan((), (), (), None, None, None, ("toy",), False, folder,
+                     sdk=("toy=2.0.0,2.0.1",))
+    assert [r.name for r in plan.recipes] == ["toy", "toy@2.0.0", "toy@2.0.1"]
+    plan = make_plan((), (), (), None, None, None, ("toy@2.0.1",), False, folder,
+                     sdk=("toy=2.0.0,2.0.1",))
+    assert [r.name for r in plan.recipes] == ["toy@2.0.1"]
+
+
+def test_report_puts_each_server_before_its_variants_in_version_order():
+    from mcpstart.views.table import in_variant_order
+
+    def row(name, kind=None, version=None):
+        return {"name": name, "sdk_source": kind and {"kind": kind, "version": version}}
+
+    rows = [row("go@v1.10.0", "registry", "v1.10.0"), row("python", "default", "2.3.0"),
+            row("go@local", "path"), row("fs@zed"), row("go", "default", "v1.8.0"),
+            row("go@v1.9.0", "registry", "v1.9.0"), row("python@2.1.1", "registry", "2.1.1")]
+    assert [r["name"] for r in in_variant_order(rows)] == [
+        "go", "go@v1.9.0", "go@v1.10.0", "go@local", "python", "python@2.1.1", "fs@zed"]
+    plain = [row("b"), row("a"), row("fs@zed")]
+    assert in_variant_order(plain) == plain
