@@ -196,3 +196,30 @@ def test_report_puts_each_server_before_its_variants_in_version_order():
         "go", "go@v1.9.0", "go@v1.10.0", "go@local", "python", "python@2.1.1", "fs@zed"]
     plain = [row("b"), row("a"), row("fs@zed")]
     assert in_variant_order(plain) == plain
+
+
+@pytest.mark.e2e
+def test_an_old_python_sdk_release_builds_with_the_dependencies_of_its_day(tmp_path):
+    """python@2.1.1 from PyPI, resolved as of its release's day: the SDK version found among
+    the shipped packages is 2.1.1, and the resolved list is pip's own listing of the venv."""
+    from pathlib import Path
+
+    recipes = Path(__file__).parent.parent / "build-recipes"
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, [
+        "measure", "--recipes", str(recipes), "--cache-dir", str(tmp_path / "cache"),
+        "--sdk", "python=2.1.1", "--only", "python@2.1.1", "--runs", "1", "--warmup", "0",
+        "--round-trips", "0", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(out.read_text())["servers"]
+    source = row["sdk_source"]
+    assert (row["name"], row["sdk_version"], source["kind"]) == ("python@2.1.1", "2.1.1", "registry")
+    assert source["date"] == "2026-08-26T16:13:59Z"  # the wheel's upload time + 1 day
+    venv = Path(row["command"]["argv"][0]).parent.parent
+    listed = json.loads(subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list",
+                                        "--format", "json"], capture_output=True, text=True,
+                                       check=True).stdout)
+    shipped = {(p["name"].lower().replace("_", "-"), p["version"]) for p in listed
+               if p["name"].lower() not in ("pip", "setuptools", "wheel")}
+    assert {(p["name"], p["version"]) for p in source["resolved"]} == shipped
+    assert ("mcp", "2.1.1") in shipped and row["footprint"]["dependency_count"] == len(shipped)

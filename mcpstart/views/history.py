@@ -68,6 +68,7 @@ def draw(fig, doc: dict) -> None:
                         ax.errorbar([x], [median], yerr=[[median - low], [high - median]],
                                     fmt="none", ecolor="gray", capsize=3)
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o")
+            ax.margins(y=0.12)
             ax.set_ylim(bottom=0)
             if column == 0:
                 ax.set_ylabel(ylabel, fontsize=8)
