@@ -31,7 +31,7 @@ PICK = ("import sys; v = '{version}'; sys.exit('no such release: ' + v) if v == 
 
 def toy(tmp_path):
     recipe = toy_recipe()
-    recipe.update(sdk_version="1.0.0", sources=["server.py"])
+    recipe.update(sdk_version="1.0.0", sources=["server.py", "delay.txt"])
     recipe["build"] = {"steps": [[sys.executable, "-c", "open('delay.txt', 'w').write('0')"]]}
     recipe["run"] = {"argv": [sys.executable, "{src}/server.py"]}
     recipe["dependencies"] = {"method": "none", "lock": "{src}/delay.txt"}
@@ -39,7 +39,7 @@ def toy(tmp_path):
         "package": "toy-sdk", "registry": "pypi", "list": ["pip", "index", "versions", "{package}"],
         "install_version": [[sys.executable, "-c", PICK]],
         "install_path": [["cp", "{path}/delay.txt", "delay.txt"]], "workspace": ["."]}
-    return write_recipe(tmp_path, "toy", recipe, {"server.py": SERVER})
+    return write_recipe(tmp_path, "toy", recipe, {"server.py": SERVER, "delay.txt": "0"})
 
 
 @pytest.fixture
@@ -140,7 +140,10 @@ def test_variants_measured_in_one_run_and_compared_within_it(tmp_path):
     assert broken["status"] == "failed" and "no such release: 9.9.9" in broken["reason"]
     assert broken["sdk_source"]["version"] == "9.9.9"
     assert all(rows[n]["status"] == "ok" for n in ("toy", "toy@2.0.0", "toy@2.0.1"))
+    # the toy's "lock" is delay.txt, which 2.0.1's build rewrites and 2.0.0's leaves as committed
     assert rows["toy@2.0.1"]["sdk_source"]["lock_sha256"] != rows["toy"]["sdk_source"]["lock_sha256"]
+    assert rows["toy@2.0.0"]["sdk_source"]["lock_sha256"] is None
+    assert "footprint.lock_count" in rows["toy@2.0.0"]["not_measured"]
     assert rows["toy"]["sdk_source"]["kind"] == "default"
     rounds = [r["server"] for r in data["run_sequence"] if r["series"] == "handshake"]
     assert rounds[:3] != rounds[3:6] or rounds[3:6] != rounds[6:9]  # interleaved, shuffled

@@ -20,7 +20,7 @@ from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult
 from ..command import Command
 from ..stats import series_warnings, summarize
-from ..targets.variants import source_record
+from ..targets.variants import source_record, stale_lock
 from ..transports.session import SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
 from . import machine, revisions, spawn
@@ -391,9 +391,12 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
         row.warnings += warnings
     except Exception as err:  # a footprint is a side figure: never lose the row for it
         row.warnings.append(warn.footprint_failed(err))
-    lock = recipe.dependencies.get("lock")
-    row.sdk_source = source_record(recipe, Path(build.path(lock)) if lock else None, packages,
-                                   resolved)
+    lock = Path(build.path(recipe.dependencies["lock"])) if "lock" in recipe.dependencies else None
+    if lock and row.footprint and stale_lock(recipe, lock):
+        row.footprint["lock_count"] = None
+        row.skip_block("footprint.lock_count", "the variant's build does not write the "
+                       "recipe's lock file (its resolved packages are in sdk_source)")
+    row.sdk_source = source_record(recipe, lock, packages, resolved)
     return Server(row, build.command(settings.env),
                   artifacts=[p for pattern in recipe.artifact_include
                              for p in glob.glob(build.path(pattern))])

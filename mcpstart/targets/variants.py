@@ -75,21 +75,36 @@ class SdkSource:
                 "dirty": self.dirty, "workspace": list(self.workspace)}
 
 
+def stale_lock(recipe: Recipe, lock: Path) -> bool:
+    """True when ``lock`` (a built variant's lock file, under ``{src}``) is still the
+    default's as committed: the variant's steps resolved without writing it (pip installs
+    from the registry or a checkout), so it does not describe the variant."""
+    rel = recipe.dependencies.get("lock", "")
+    if recipe.sdk_source is None or not rel.startswith("{src}/") or recipe.source_dir is None:
+        return False
+    original = recipe.source_dir / rel.removeprefix("{src}/")
+    try:
+        return original.read_bytes() == lock.read_bytes()
+    except OSError:
+        return False
+
+
 def source_record(recipe: Recipe, lock: Path | None, resolved: list[tuple[str, str]] | None,
                   version: str | None) -> dict | None:
     """``servers[].sdk_source`` of a built recipe: its SdkSource's record (kind "default"
     for a recipe with ``[versions]`` built as written, ``version`` being the SDK version
     found among the shipped packages), ``lock_sha256`` (sha256 of the lock file ``lock``
-    after the build, None without one) and ``resolved`` (the shipped packages as
-    ``[{name, version}]``, None when they could not be read). None for a recipe without
-    ``[versions]``."""
+    after the build; None without one, or when it is the default's, ``stale_lock``) and
+    ``resolved`` (the shipped packages as ``[{name, version}]``, None when they could not be
+    read). None for a recipe without ``[versions]``."""
     source = recipe.sdk_source
     if source is None:
         if recipe.versions is None:
             return None
         source = SdkSource("default", recipe.versions.package, version or recipe.sdk_version)
     try:
-        lock_sha256 = hashlib.sha256(lock.read_bytes()).hexdigest() if lock else None
+        lock_sha256 = (hashlib.sha256(lock.read_bytes()).hexdigest()
+                       if lock and not stale_lock(recipe, lock) else None)
     except OSError:
         lock_sha256 = None
     return {**source.record(), "lock_sha256": lock_sha256,
