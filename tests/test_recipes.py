@@ -261,7 +261,13 @@ def test_versions_needs_only_package_and_registry(tmp_path):
     ({"registry": "conda"}, "field 'versions.registry' must be one of npm, pypi, go, crates, "
                             "maven, not 'conda'"),
     ({"pin": []}, "field 'versions.pin' is not a recipe field here (known: package, registry, "
-                  "list, install_version, install_path, workspace)"),
+                  "list, install_version, install_path, workspace, sources)"),
+    ({"sources": [{"below": "2.0", "source": "servers/none"}]},
+     "field 'versions.sources[0].source' names folder"),
+    ({"sources": [{"below": "two", "source": "servers/toy"}]},
+     "field 'versions.sources[0].below' 'two' is not a version"),
+    ({"sources": [{"source": "servers/toy"}]}, "field 'versions.sources[0].below' is missing"),
+    ({"sources": ["servers/toy"]}, "field 'versions.sources[0]' must be a table"),
     ({"list": []}, "field 'versions.list' must be a non-empty list of non-empty strings"),
     ({"install_version": []}, "field 'versions.install_version' must list at least one step"),
     ({"install_version": [["pip", "install", "toy-sdk"]]},
@@ -300,7 +306,8 @@ def test_versions_needs_a_build(tmp_path):
 def test_reference_recipes_say_how_to_pin_their_sdk():
     loaded = {r.name: r for r in load_recipes(Path(__file__).parent.parent / "build-recipes")}
     expected = {"typescript": ("@modelcontextprotocol/server", "npm"), "python": ("mcp", "pypi"),
-                "go": ("github.com/modelcontextprotocol/go-sdk", "go"), "rust": ("rmcp", "crates")}
+                "go": ("github.com/modelcontextprotocol/go-sdk", "go"), "rust": ("rmcp", "crates"),
+                "java": ("io.modelcontextprotocol.sdk:mcp", "maven")}
     for name, (package, registry) in expected.items():
         versions = loaded[name].versions
         assert (versions.package, versions.registry) == (package, registry)
@@ -309,6 +316,9 @@ def test_reference_recipes_say_how_to_pin_their_sdk():
     assert loaded["c"].versions is None
     assert loaded["python"].versions.workspace == ["src/mcp-types", "."]
     assert loaded["typescript"].versions.workspace == ["packages/core", "packages/server"]
+    root = Path(__file__).parent.parent
+    assert loaded["python"].versions.sources == (("2.0.0", root / "servers" / "python-v1",
+                                                  ("server.py",)),)  # mcp 1.x: FastMCP
 
 
 def test_recipe_folder_option_then_current_directory_then_packaged(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -14,7 +15,7 @@ from click.testing import CliRunner
 from mcpstart.cli import main
 from mcpstart.targets import releases, variants
 from mcpstart.targets.build import build_key
-from mcpstart.targets.recipes import load_recipe
+from mcpstart.targets.recipes import RecipeError, load_recipe
 from mcpstart.targets.releases import Release
 
 from conftest import FAKE, toy_recipe, write_recipe
@@ -68,6 +69,24 @@ def test_specs_name_their_variants(tmp_path, registry):
     assert len(keys) == 3  # each variant builds in a folder of its own
     with pytest.raises(variants.VariantError, match="lists no release of toy-sdk from 3 to 4"):
         variants.variants_of(recipe, ["3..4"])
+
+
+def test_an_older_api_takes_the_sources_of_its_range(tmp_path):
+    path = toy(tmp_path)
+    old = tmp_path / "servers" / "toy-v1"
+    old.mkdir()
+    (old / "server.py").write_text("# the 1.x API\n")
+    (old / "delay.txt").write_text("0")
+    text = path.read_text() + ('\n[[versions.sources]]\nbelow = "2.0.0"\n'
+                               'source = "servers/toy-v1"\n')
+    path.write_text(text)
+    recipe = load_recipe(path)
+    v1, v2 = variants.variants_of(recipe, ["1.5.0", "2.0.0"])[0]
+    assert (v1.source_dir, v2.source_dir) == (old, recipe.source_dir)
+    assert build_key(v1, {}) != build_key(replace(v1, source_dir=recipe.source_dir), {})
+    (old / "delay.txt").unlink()
+    with pytest.raises(RecipeError, match=r"sources\[0\]\.source' has no 'delay.txt' in"):
+        load_recipe(path)
 
 
 def test_a_date_fills_the_steps_that_ask_for_it(tmp_path, registry):

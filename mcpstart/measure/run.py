@@ -12,7 +12,7 @@ import os
 import random
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -380,6 +380,12 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     if not build.ok:
         row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
         return Server(row, None)
+    lock = Path(build.path(recipe.dependencies["lock"])) if "lock" in recipe.dependencies else None
+    stale = lock is not None and stale_lock(recipe, lock)
+    if stale:  # the lock describes the default, not this variant: not counted
+        lock = None
+        build = replace(build, recipe=replace(recipe, dependencies={
+            k: v for k, v in recipe.dependencies.items() if k != "lock"}))
     packages = resolved = None
     try:
         footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
@@ -391,11 +397,9 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
         row.warnings += warnings
     except Exception as err:  # a footprint is a side figure: never lose the row for it
         row.warnings.append(warn.footprint_failed(err))
-    lock = Path(build.path(recipe.dependencies["lock"])) if "lock" in recipe.dependencies else None
-    if lock and row.footprint and stale_lock(recipe, lock):
-        row.footprint["lock_count"] = None
-        row.skip_block("footprint.lock_count", "the variant's build does not write the "
-                       "recipe's lock file (its resolved packages are in sdk_source)")
+    if stale:
+        row.skip_block("footprint.lock_count", "the variant's build writes no lock file of its "
+                       "own (its resolved packages are in sdk_source)")
     row.sdk_source = source_record(recipe, lock, packages, resolved)
     return Server(row, build.command(settings.env),
                   artifacts=[p for pattern in recipe.artifact_include

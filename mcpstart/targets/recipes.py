@@ -33,7 +33,8 @@ repository, because a recipe's ``source`` is relative to the recipe folder's par
 
 _TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
         "transport", "build", "run", "artifact", "dependencies", "versions")
-_VERSIONS = ("package", "registry", "list", "install_version", "install_path", "workspace")
+_VERSIONS = ("package", "registry", "list", "install_version", "install_path", "workspace",
+             "sources")
 
 
 class RecipeError(ValueError):
@@ -66,6 +67,11 @@ class Versions:
         install_path: the build against the checkout at ``{path}``. Empty when not given.
         workspace: the checkout's members (folders relative to ``{path}``, "." for its
             root) that ``install_path`` installs from the checkout; recorded with the result.
+        sources: server sources for older SDK releases whose API differs
+            (``[[versions.sources]]``: ``below`` a version, ``source`` a folder like the
+            recipe's own holding its ``tool_file``, ``sources`` its globs, default the
+            recipe's), as (below, folder, globs): a release takes the one with the lowest
+            ``below`` it is under, else the recipe's own ``source``.
     """
 
     package: str
@@ -74,6 +80,7 @@ class Versions:
     install_version: list[list[str]] = field(default_factory=list)
     install_path: list[list[str]] = field(default_factory=list)
     workspace: list[str] = field(default_factory=list)
+    sources: tuple[tuple[str, Path, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -232,12 +239,42 @@ def _uses(steps: list[list[str]], placeholder: str) -> bool:
     return any(placeholder in arg for step in steps for arg in step)
 
 
-def _versions(table: _Table) -> Versions | None:
+def _version_sources(table: _Table, root: Path, globs: list[str], tool_file: str | None
+                     ) -> tuple[tuple[str, Path, tuple[str, ...]], ...]:
+    """``[[versions.sources]]`` checked (Versions.sources): each a table with ``below`` and
+    ``source``, a folder under ``root`` in which each of its ``sources`` globs (default
+    ``globs``) matches and ``tool_file`` is."""
+    found = []
+    for index, entry in enumerate(table.get("sources", list) or []):
+        if not isinstance(entry, dict):
+            table.fail(f"sources[{index}]", "must be a table")
+            continue
+        fields = _Table(entry, f"{table.prefix}sources[{index}].", table.errors,
+                        ("below", "source", "sources"))
+        below, source = fields.text("below", required=True), fields.text("source", required=True)
+        own = fields.strings("sources") or globs
+        folder = (root / source).resolve() if source else None
+        if folder and not folder.is_dir():
+            fields.fail("source", f"names folder {folder}, which does not exist")
+        elif folder:
+            missing = _match(folder, own)[1] + (
+                [tool_file] if tool_file and not (folder / tool_file).is_file() else [])
+            if missing:
+                fields.fail("source", f"has no {missing[0]!r} in {folder}")
+            elif below and not any(c.isdigit() for c in below):
+                fields.fail("below", f"{below!r} is not a version")
+            elif below:
+                found.append((below, folder, tuple(own)))
+    return tuple(found)
+
+
+def _versions(table: _Table, root: Path, globs: list[str],
+              tool_file: str | None) -> Versions | None:
     """The ``[versions]`` table checked: ``package`` and ``registry`` required;
     ``install_version`` uses ``{version}`` and not ``{path}``; ``install_path`` uses
     ``{path}`` and neither ``{version}`` nor ``{date}``; ``{date}`` only where the registry
     dates its releases; ``workspace`` only with ``install_path``, as relative folders
-    without '..'. Problems go to the table's error list (load_recipe raises them all);
+    without '..'; ``sources`` as ``_version_sources`` says. Problems go to the table's error list (load_recipe raises them all);
     None without a package or registry."""
     package, registry = table.text("package", required=True), table.text("registry", required=True)
     if registry and registry not in REGISTRIES:
@@ -266,7 +303,8 @@ def _versions(table: _Table) -> Versions | None:
     if not (package and registry):
         return None
     return Versions(package=package, registry=registry, list_argv=listed or [],
-                    install_version=by_version, install_path=by_path, workspace=workspace)
+                    install_version=by_version, install_path=by_path, workspace=workspace,
+                    sources=_version_sources(table, root, globs, tool_file))
 
 
 def load_recipe(path: Path) -> Recipe:
@@ -358,7 +396,8 @@ def load_recipe(path: Path) -> Recipe:
         dependencies = {k: v for k, v in (("method", method), ("target", target),
                                           ("lock", lock)) if v}
 
-    versions = _versions(versions_table) if versions_table else None
+    versions = (_versions(versions_table, path.parent.parent, sources, tool_file)
+                if versions_table else None)
     if versions_table and "build" not in data:
         top.fail("versions", "needs a [build]: its steps are built in place of [build].steps")
 

@@ -8,7 +8,8 @@ to a local checkout of the SDK. A variant is named ``LANG@VERSION``, ``LANG@loca
 (``LANG@local-FOLDER`` when a language has several); a version equal to the recipe's own
 ``sdk_version`` is the default server, not a variant.
 
-A variant's recipe is the default's with ``[build].steps`` replaced by ``install_version``
+A variant's recipe is the default's (its server sources those of ``[[versions.sources]]``
+for a release below a version whose API differs) with ``[build].steps`` replaced by ``install_version``
 (``{package}``, ``{version}`` and ``{date}`` filled in: ``{date}`` is the release's own day,
 releases.own_day) or ``install_path`` (``{path}``); its build key adds what it was built
 from (targets/build.py ``build_key``), so a checkout's build goes stale when a file in it
@@ -76,15 +77,18 @@ class SdkSource:
 
 
 def stale_lock(recipe: Recipe, lock: Path) -> bool:
-    """True when ``lock`` (a built variant's lock file, under ``{src}``) is still the
-    default's as committed: the variant's steps resolved without writing it (pip installs
-    from the registry or a checkout), so it does not describe the variant."""
-    rel = recipe.dependencies.get("lock", "")
-    if recipe.sdk_source is None or not rel.startswith("{src}/") or recipe.source_dir is None:
+    """True when ``lock`` (a built variant's lock file) does not describe the variant: it is
+    absent, or still the default's as committed (the variant's steps resolved without
+    writing it: pip installs from the registry or a checkout)."""
+    if recipe.sdk_source is None:
         return False
-    original = recipe.source_dir / rel.removeprefix("{src}/")
+    if not lock.is_file():
+        return True
+    rel = recipe.dependencies.get("lock", "")
+    original = (recipe.source_dir / rel.removeprefix("{src}/")
+                if rel.startswith("{src}/") and recipe.source_dir else None)
     try:
-        return original.read_bytes() == lock.read_bytes()
+        return original is not None and original.read_bytes() == lock.read_bytes()
     except OSError:
         return False
 
@@ -94,7 +98,7 @@ def source_record(recipe: Recipe, lock: Path | None, resolved: list[tuple[str, s
     """``servers[].sdk_source`` of a built recipe: its SdkSource's record (kind "default"
     for a recipe with ``[versions]`` built as written, ``version`` being the SDK version
     found among the shipped packages), ``lock_sha256`` (sha256 of the lock file ``lock``
-    after the build; None without one, or when it is the default's, ``stale_lock``) and
+    after the build; None without one: pass None for a ``stale_lock``) and
     ``resolved`` (the shipped packages as ``[{name, version}]``, None when they could not be
     read). None for a recipe without ``[versions]``."""
     source = recipe.sdk_source
@@ -103,8 +107,7 @@ def source_record(recipe: Recipe, lock: Path | None, resolved: list[tuple[str, s
             return None
         source = SdkSource("default", recipe.versions.package, version or recipe.sdk_version)
     try:
-        lock_sha256 = (hashlib.sha256(lock.read_bytes()).hexdigest()
-                       if lock and not stale_lock(recipe, lock) else None)
+        lock_sha256 = hashlib.sha256(lock.read_bytes()).hexdigest() if lock else None
     except OSError:
         lock_sha256 = None
     return {**source.record(), "lock_sha256": lock_sha256,
@@ -200,8 +203,14 @@ def _variant(recipe: Recipe, source: SdkSource, name: str) -> Recipe:
             arg = arg.replace(placeholder, value)
         return arg
 
+    ranges = sorted(table.sources, key=lambda entry: releases.version_key(entry[0]))
+    folder, globs = next(((f, list(g)) for below, f, g in ranges
+                          if source.version is not None
+                          and releases.version_key(source.version) < releases.version_key(below)),
+                         (recipe.source_dir, recipe.sources))
     return replace(recipe, name=name, steps=[[expand(a) for a in step] for step in steps],
-                   sdk_version=source.version, sdk_source=source)
+                   sdk_version=source.version, sdk_source=source, source_dir=folder,
+                   sources=globs)
 
 
 def variants_of(recipe: Recipe, specs: list[str], pre: bool = False) -> tuple[list[Recipe], list[str]]:
