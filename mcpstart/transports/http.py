@@ -434,6 +434,7 @@ class HttpTransport(Transport):
         (the first, or another while every open one is busy, unless a notification still
         awaits its 202: what follows it must not overtake it)."""
         while self._queue:
+            self._connections = [c for c in self._connections if not c.closed]
             conn = next((c for c in self._connections if c.exchange is None), None)
             if conn is None:
                 busy_notice = any(c.exchange and c.exchange.kind == "notification"
@@ -662,7 +663,8 @@ class HttpTransport(Transport):
             elif isinstance(event, h11.EndOfMessage):
                 self._finish(exchange, woke)
                 conn.exchange = None
-                if conn.http.our_state is h11.DONE and conn.http.their_state is h11.DONE:
+                if conn.http.our_state is h11.DONE and conn.http.their_state is h11.DONE \
+                        and not conn.out:  # an early answer (413) leaves the body unsent
                     conn.http.start_next_cycle()
                 else:
                     conn.close()
@@ -679,7 +681,7 @@ class HttpTransport(Transport):
             return
         for event in exchange.stream.feed(data):
             self._frame(exchange, event.data, woke)
-        if len(exchange.stream.partial) > MAX_LINE_BYTES:
+        if exchange.stream.pending_bytes > MAX_LINE_BYTES:
             raise FrameTooLong(f"an event of more than {MAX_LINE_BYTES} bytes")
 
     def _frame(self, exchange: _Exchange, data: bytes, woke: int) -> None:

@@ -36,7 +36,8 @@ class EventStream:
     """
 
     def __init__(self) -> None:
-        self._rest = b""
+        self._rest = bytearray()
+        self._scanned = 0
         self._data: list[bytes] = []
         self._event = b""
         self.last_id: str | None = None
@@ -45,24 +46,27 @@ class EventStream:
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events ``chunk`` completed (a CR at its very end waits for the next chunk,
-        which may begin with the LF of the same CRLF)."""
-        text = self._rest + chunk
+        which may begin with the LF of the same CRLF). Each byte is scanned once, so a
+        10 MiB event in 64 KiB chunks costs what its length does."""
+        rest = self._rest
+        rest += chunk
         events: list[Event] = []
         start = 0
-        for match in _LINE_END.finditer(text):
-            if match.group() == b"\r" and match.end() == len(text):
+        for match in _LINE_END.finditer(rest, self._scanned):
+            if match.group() == b"\r" and match.end() == len(rest):
                 break  # maybe half of a CRLF
-            event = self._line(text[start:match.start()])
+            event = self._line(bytes(rest[start:match.start()]))
             if event is not None:
                 events.append(event)
             start = match.end()
-        self._rest = text[start:]
+        del rest[:start]
+        self._scanned = len(rest) - (1 if rest.endswith(b"\r") else 0)
         return events
 
     @property
-    def partial(self) -> bytes:
-        """The bytes of a line not yet ended."""
-        return self._rest
+    def pending_bytes(self) -> int:
+        """How many bytes of a line not yet ended are held."""
+        return len(self._rest)
 
     def _line(self, line: bytes) -> Event | None:
         if not line:
