@@ -214,6 +214,13 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
         help="Startup limits for an all-at-once start (default for several named: 10,30,60)."),
+    opt("--transport", type=click.Choice(["stdio", "http", "both"]), default="stdio",
+        help="Reference servers over stdio, Streamable HTTP ({port} in argv), or both."),
+    opt("--url", help="A Streamable HTTP server already running (no start-up figures)."),
+    opt("--remote", is_flag=True, help="Also measure a config's HTTP entries (--config)."),
+    opt("--load-s", "load_seconds", type=click.FloatRange(min=0), check=FINITE_S,
+        help=f"Seconds per load scenario on HTTP servers (0: none) [default: {defaults.LOAD_S:g}]."),
+    opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

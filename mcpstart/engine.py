@@ -16,7 +16,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import Progress
@@ -112,8 +112,10 @@ JOB_OPTIONS = ("output", "exports", "budget", "rebuild", "require_all", "cache_d
 def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: list[str],
             progress: Progress, only=(), name: str | None = None, floor: bool = False) -> Job:
     """The Job a command's parsed ``options`` describe: the plan of ``-- COMMAND`` and the
-    ``server_specs``, ``configs``, ``client``, ``cwd`` and ``recipes_dir`` options (the recipe
-    folder said through ``progress``), every JOB_OPTIONS field ``options`` names, and the
+    ``server_specs``, ``configs``, ``client``, ``cwd``, ``recipes_dir``, ``url`` and
+    ``remote`` options (the recipe folder said through ``progress``; ``settings.transport``
+    picks the reference recipes), ``load_seconds`` (--load-s: None keeps the default and
+    puts no non-loopback URL under load), every JOB_OPTIONS field ``options`` names, and the
     child subreaper on, as the CLI runs.
 
     Raises:
@@ -124,10 +126,14 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
         progress(which)
         return folder
 
+    load_s = options.get("load_seconds")
+    if load_s is not None:
+        settings = replace(settings, load_s=load_s)
     try:
         plan = make_plan(command, options["server_specs"], options["configs"],
                          options["client"], name, options["cwd"], only, floor, recipe_folder,
-                         options.get("inputs"))
+                         options.get("inputs"), settings.transport, options.get("url"),
+                         options.get("remote", False), settings.load_s > 0, load_s is not None)
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,

@@ -29,6 +29,7 @@ class ServerResult:
     ``reason`` says why when it is not "ok"."""
 
     name: str
+    transport: str = "stdio"
     language: str | None = None
     sdk: str | None = None
     sdk_version: str | None = None
@@ -50,6 +51,9 @@ class ServerResult:
     shutdown: dict | None = None
     page_cache: dict | None = None
     traffic: dict | None = None
+    http: dict | None = None
+    """Streamable HTTP figures (design.md ``servers[].http``): start_ms, latency_ms,
+    session_ms, sessions_leak, load; None for a stdio server."""
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -79,6 +83,9 @@ class Results:
     servers: list[ServerResult] = field(default_factory=list)
     run_sequence: list = field(default_factory=list)
     startup: dict | None = None
+    load_ceiling: dict | None = None
+    """The load engine's ceiling: its load blocks against the HTTP floor in this run
+    (``{server, load: [...]}``), or None without load."""
     interrupted: str | None = None
     """Why the run ended early (an exit signal), else None: the rows hold what came before."""
     schema: str = SCHEMA
