@@ -330,7 +330,7 @@ def compare(old, new, threshold, alpha, tablefmt) -> None:
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
-       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline"]),
+       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline", "http"]),
            help="One chart. Default: a panel per chart the file can fill."))
 def plot(results_file, output, kind) -> None:
     """Draw charts of a results file: cold start per server (median, min to max, the floor

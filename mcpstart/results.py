@@ -267,8 +267,13 @@ def documents(results) -> list[dict]:
 
 def dig(value, path: str):
     """The value at a dotted key path (``"handshake_ms.median"``), None where any step is
-    missing or not a JSON object."""
+    missing or not a JSON object; a step into a list of objects picks the one whose
+    ``scenario`` is the key (``"http.load.calls.rps"``)."""
     for key in path.split("."):
+        if isinstance(value, list):
+            value = next((v for v in value if isinstance(v, dict) and v.get("scenario") == key),
+                         None)
+            continue
         if not isinstance(value, dict):
             return None
         value = value.get(key)
@@ -300,9 +305,12 @@ def number(value) -> float:
 
 FLOOR = ("c", "mcpstart-c-floor")
 """The floor server: the reference recipe's name and the name it gives in serverInfo."""
+FLOORS = (FLOOR[0], "c-http")
+"""The floor's recipes: stdio's, and its Streamable HTTP sibling's."""
 
 
 def is_floor(server: dict) -> bool:
-    """True for the floor server's row (the minimal C server: the least any server scores)."""
-    return server.get("name") == FLOOR[0] and (
+    """True for a floor server's row (the minimal C server, over stdio or HTTP: the least
+    any server scores)."""
+    return server.get("name") in FLOORS and (
         server.get("language") == "c" or dig(server, "server_info.name") == FLOOR[1])
