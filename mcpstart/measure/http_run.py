@@ -31,7 +31,8 @@ from dataclasses import replace
 from .. import Progress, Step, warnings as warn
 from ..results import Results
 from ..stats import summarize
-from ..transports.http import Endpoint, HttpTransport
+from ..endpoint import Endpoint
+from ..transports.http import HttpTransport
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
 from . import load, revisions, spawn
 from .cold import cold_start, modern_start

@@ -16,7 +16,8 @@ import statistics
 import psutil
 
 from ..stats import summarize
-from ..transports.http import Endpoint, HttpTransport, is_loopback
+from ..endpoint import Endpoint, is_loopback
+from ..transports.http import HttpTransport
 from ..transports.session import Session
 from ..wire import SMALL_TEXT, ToolCall, client_info
 from .client import call_tool, initialize_result, tool_error

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import psutil
 
-from ..transports.http import Endpoint, affinity
+from ..endpoint import Endpoint
+from ..transports.http import affinity
 from .settings import Settings
 
 SCENARIOS = ("session", "calls", "rate")
@@ -137,7 +138,8 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings,
 def summarize(data: dict, samples: list[tuple]) -> dict:
     """The figures of one run from the engine's records and mcpstart's samples (module doc):
     ``{requests, rps, latency_ms: {n, p50, p95, p99, mean, samples, histogram, source},
-    by_request, errors: {total, by_class, examples}, in_flight_at_end, unfinished,
+    by_request: {name: {n, p50, p95, p99, mean, errors}}, errors: {total, by_class,
+    examples}, in_flight_at_end, unfinished,
     cpu_percent, rss_bytes, engine_cpu_percent, usage}``."""
     start, deadline = data["window"]["start"], data["window"]["deadline"]
     records = data["records"]
@@ -164,7 +166,9 @@ def summarize(data: dict, samples: list[tuple]) -> dict:
                        "histogram": data["histogram"],
                        "source": "mcpstart's unrounded time of every finished request "
                                  "(Locust's histogram rounds to whole ms under 100 ms)"},
-        "by_request": {n: _percentiles([r[2] for r in records if r[0] == n]) for n in names},
+        "by_request": {n: {**_percentiles([r[2] for r in records if r[0] == n]),
+                           "errors": sum(1 for r in records if r[0] == n and r[3])}
+                       for n in names},
         "errors": {"total": sum(by_class.values()), "by_class": by_class,
                    "examples": examples},
         "in_flight_at_end": len(late) + len(unfinished), "unfinished": len(unfinished),

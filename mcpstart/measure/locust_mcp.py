@@ -104,15 +104,21 @@ class McpUser(User):
                  else constant(0))
 
     def on_start(self):
-        self.http = HTTPClient(CONFIG["host"], CONFIG["port"], concurrency=1,
-                               connection_timeout=CONFIG["timeout_s"] + 1,
-                               network_timeout=CONFIG["timeout_s"] + 1)
+        self.http = self.client()
         self.session, self.version, self.next_id = None, None, 1
         while WINDOW["start"] is None:
             gevent.sleep(0.005)
 
     def on_stop(self):
         self.http.close()
+
+    @staticmethod
+    def client() -> HTTPClient:
+        """A new kept-alive connection (its socket timeouts past timeout_s: the whole
+        request's bound is gevent.Timeout's)."""
+        return HTTPClient(CONFIG["host"], CONFIG["port"], concurrency=1,
+                          connection_timeout=CONFIG["timeout_s"] + 1,
+                          network_timeout=CONFIG["timeout_s"] + 1)
 
     @task
     def iteration(self):
@@ -200,7 +206,8 @@ class McpUser(User):
             exception=Failed(klass, detail) if klass else None, context={})
         if klass:
             if klass in ("timeout", "connection"):
-                self.http.close()  # its connection is in an unknown state
+                self.http.close()  # its connection is in an unknown state: a new one
+                self.http = self.client()
             self.session = None if CONFIG["scenario"] != "session" else self.session
             raise Failed(klass, detail)
         return outcome

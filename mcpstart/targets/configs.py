@@ -383,7 +383,7 @@ def _remote_url(entry) -> str | None:
 def _remote_target(context: _Context, name: str, entry: dict, url: str) -> Target:
     """A remote entry as a Streamable HTTP target: its URL and ``headers`` resolved as the
     client resolves its other fields, every header value a secret; load only on loopback."""
-    from ..transports.http import Endpoint, is_loopback
+    from ..endpoint import Endpoint, is_loopback
 
     if entry.get("disabled") is True or entry.get("enabled") is False:
         raise _Skip("disabled in the config")

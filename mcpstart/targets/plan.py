@@ -66,7 +66,7 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
             without a command, an unreadable config or recipe, a bad URL.
     """
-    from ..transports.http import Endpoint, is_loopback
+    from ..endpoint import Endpoint, is_loopback
     from .configs import ConfigError, load_config
 
     plan = Plan()

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import base64
 import errno
-import ipaddress
 import json
 import os
 import select
@@ -55,11 +54,11 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import h11
 
 from ..command import Command
+from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES
@@ -69,8 +68,6 @@ from .tree import ProcessSet, spawned
 
 PORT = "{port}"
 """The placeholder of a command's argv that becomes the port the server listens on."""
-ENDPOINT = "/mcp"
-"""The MCP endpoint of a spawned server (the reference servers' path)."""
 ACCEPT = "application/json, text/event-stream"
 MAX_CONNECTIONS = 4
 """Connections to one server at most: one carries the requests in turn; another opens only
@@ -98,16 +95,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         return probe.getsockname()[1]
 
 
-def is_loopback(host: str) -> bool:
-    """True for a loopback address (127.0.0.0/8, ::1) or "localhost"."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def header_value(text: str) -> str:
     """``text`` as an ``Mcp-Name`` / ``Mcp-Param-*`` value: as it is when it is visible ASCII
     and spaces without leading or trailing whitespace, else ``=?base64?<UTF-8 Base64>?=``
@@ -122,38 +109,6 @@ def header_value(text: str) -> str:
 def retry_interval_s(since_spawn_s: float) -> float:
     """How long after a refused connect the next one is tried (module doc)."""
     return min(max(since_spawn_s * RETRY_FRACTION, RETRY_MIN_S), RETRY_MAX_S)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where the MCP endpoint is: ``host``, ``port``, ``path``, and ``headers`` sent with
-    every request (an editor config's, e.g. Authorization)."""
-
-    host: str
-    port: int
-    path: str = ENDPOINT
-    headers: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def parse(cls, url: str, headers: dict[str, str] | None = None) -> "Endpoint":
-        """An ``http://host:port/path`` URL (https is not spoken).
-
-        Raises:
-            ValueError: another scheme, or no host.
-        """
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"{url!r}: an http://HOST:PORT/PATH URL is needed (mcpstart does "
-                             "not speak https)")
-        path = parts.path or "/"
-        if parts.query:
-            path += f"?{parts.query}"
-        return cls(parts.hostname, parts.port or 80, path, tuple((headers or {}).items()))
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{self.path}"
 
 
 def with_port(command: Command, port: int) -> Command:
