@@ -186,7 +186,8 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
 @main.command(short_help="Build what is stale, measure each server, print a table.",
               context_settings={"allow_interspersed_args": False},
               epilog="\b\nExamples:\n  mcpstart measure --runs 6 > table.md\n"
-                     "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60")
+                     "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60\n"
+                     "  mcpstart measure --transport http   # over Streamable HTTP, with load")
 @apply(
     opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000), help="Counted runs."),
     opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000), help="Warm-ups."),
@@ -221,6 +222,8 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
     opt("--load-s", "load_seconds", type=click.FloatRange(min=0), check=FINITE_S,
         help=f"Seconds per load scenario on HTTP servers (0: none) [default: {defaults.LOAD_S:g}]."),
     opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
+    opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
+        check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
