@@ -168,3 +168,25 @@ def test_load_on_a_server_answering_after_10_s_counts_timeouts_and_the_row_stays
     assert time.monotonic() - begun < 60
     assert not no_children()
     json.loads((tmp_path / "r.json").read_text())
+
+
+def test_a_url_is_loaded_only_on_loopback_or_when_the_user_asks(tmp_path):
+    from mcpstart.targets.configs import load_config
+    from mcpstart.targets.plan import make_plan
+
+    def plan(url, named):
+        return make_plan((), (), (), None, None, None, (), False, lambda: tmp_path, None,
+                         "http", url, False, True, named)
+    assert plan("http://127.0.0.1:9/mcp", False).targets[0].load_allowed
+    assert not plan("http://192.0.2.1:9/mcp", False).targets[0].load_allowed
+    assert plan("http://192.0.2.1:9/mcp", True).targets[0].load_allowed
+    config = tmp_path / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"mcpServers": {
+        "near": {"url": "http://localhost:7/mcp", "headers": {"Authorization": "Bearer t0ken"}},
+        "far": {"url": "http://192.0.2.1/mcp"}}}))
+    assert [s.name for s in load_config(config).skipped] == ["near", "far"]
+    near, far = load_config(config, remote=True).targets
+    assert (near.url, near.headers, near.load_allowed, near.transport) == (
+        "http://localhost:7/mcp", {"Authorization": "Bearer t0ken"}, True, "http")
+    assert "Bearer t0ken" in near.secrets and not far.load_allowed
