@@ -115,7 +115,8 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
     ``server_specs``, ``configs``, ``client``, ``cwd``, ``recipes_dir``, ``url`` and
     ``remote`` options (the recipe folder said through ``progress``; ``settings.transport``
     picks the reference recipes), ``load_seconds`` (--load-s: None keeps the default and
-    puts no non-loopback URL under load), every JOB_OPTIONS field ``options`` names, and the
+    puts no non-loopback URL under load; a command without the key, ``revisions``, has no
+    load), every JOB_OPTIONS field ``options`` names, and the
     child subreaper on, as the CLI runs.
 
     Raises:
@@ -133,7 +134,8 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
         plan = make_plan(command, options["server_specs"], options["configs"],
                          options["client"], name, options["cwd"], only, floor, recipe_folder,
                          options.get("inputs"), settings.transport, options.get("url"),
-                         options.get("remote", False), settings.load_s > 0, load_s is not None)
+                         options.get("remote", False),
+                         settings.load_s > 0 and "load_seconds" in options, load_s is not None)
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,
@@ -159,7 +161,7 @@ def cache_folder(option: str | None) -> Path:
 
 def _servers(job: Job) -> tuple[list[run.Server], dict[str, str]]:
     """Before the first spawn: the builds."""
-    cache = cache_folder(job.cache_dir) if job.plan.recipes else None
+    cache = cache_folder(job.cache_dir) if job.plan.recipes or job.plan.ceiling else None
     return run.servers_for(job.plan, job.settings, cache, job.rebuild, job.require_all,
                            job.progress)
 

@@ -469,13 +469,16 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, "sequential", toolchains)
     results.servers = [s.row for s in servers]
     live = [s for s in servers if s.measurable]
+    from .http_run import http_settings
+
     for index, server in enumerate(live, 1):
         server.row.protocol = {"requested_revision": settings.requested_revision}
         server.row.command = server.command.record()
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
-        if _first_start(server, settings):
-            _guard(server, lambda s=server: _matrix(s, settings))
+        probes = http_settings(server, settings) if server.transport == "http" else settings
+        if _first_start(server, probes):  # an HTTP recipe's over HTTP
+            _guard(server, lambda s=server, p=probes: _matrix(s, p))
     return results
 
 
