@@ -190,3 +190,21 @@ def test_a_url_is_loaded_only_on_loopback_or_when_the_user_asks(tmp_path):
     assert (near.url, near.headers, near.load_allowed, near.transport) == (
         "http://localhost:7/mcp", {"Authorization": "Bearer t0ken"}, True, "http")
     assert "Bearer t0ken" in near.secrets and not far.load_allowed
+
+
+def test_load_figures_count_every_request_in_flight_at_the_end():
+    data = {"window": {"start": 100.0, "deadline": 101.0}, "histogram": {"1": 3},
+            "records": [["tools/call", 100.1, 2.0, None, None],
+                        ["tools/call", 100.2, 4.0, "http_5xx", "HTTP 500: b'x'"],
+                        ["tools/call", 100.95, 500.0, "timeout", "no answer within 0.5 s"]],
+            "unfinished": [["tools/call", 100.99]]}
+    samples = [(100.0, 0.0, 1000, 0.0), (101.0, 0.5, 3000, 0.9)]
+    block = load.summarize(data, samples)
+    assert block["requests"] == 4 and block["rps"] == 2.0  # two finished inside the window
+    assert block["in_flight_at_end"] == 2 and block["unfinished"] == 1
+    assert block["errors"]["by_class"] == {"timeout": 2, "http_4xx": 0, "http_5xx": 1,
+                                           "connection": 0, "protocol": 0}
+    assert block["errors"]["total"] == 3 and block["by_request"]["tools/call"]["errors"] == 2
+    assert (block["cpu_percent"], block["engine_cpu_percent"], block["rss_bytes"]) == (
+        50.0, 90.0, 3000)
+    assert block["latency_ms"]["p50"] == 4.0 and block["latency_ms"]["histogram"] == {"1": 3}
