@@ -19,7 +19,7 @@ from mcpstart.measure import load
 from mcpstart.measure.client import ProbeError, call_tool, initialize_result, list_tools
 from mcpstart.endpoint import Endpoint, is_loopback
 from mcpstart.transports.http import HttpTransport, header_value, retry_interval_s
-from mcpstart.transports.session import Exited, Session, SessionError
+from mcpstart.transports.session import Exited, Session
 from mcpstart.transports.sse import EventStream
 from mcpstart.views.table import table
 from mcpstart.wire import ToolCall, initialize_request, modern_request

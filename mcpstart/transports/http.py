@@ -63,7 +63,7 @@ from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES
 from .sse import EventStream
-from .stdio import SIGDEF, Prepared, _high_fd, rehearse, resolve
+from .stdio import Prepared, _high_fd, rehearse, resolve
 from .tree import ProcessSet, spawned
 
 PORT = "{port}"
@@ -332,16 +332,14 @@ class HttpTransport(Transport):
         except ValueError:
             message = None
         if not isinstance(message, dict):
-            return _Exchange("raw", body, self._headers(None, None, None))
+            return _Exchange("raw", body, self._headers(None, None))
         method = message.get("method") if isinstance(message.get("method"), str) else None
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         kind = ("request" if method and "id" in message else
                 "notification" if method else "response")
-        return _Exchange(kind, body, self._headers(method, params, kind), message.get("id"),
-                         method)
+        return _Exchange(kind, body, self._headers(method, params), message.get("id"), method)
 
-    def _headers(self, method: str | None, params: dict | None, kind: str | None
-                 ) -> list[tuple[str, str]]:
+    def _headers(self, method: str | None, params: dict | None) -> list[tuple[str, str]]:
         headers = [("Content-Type", "application/json"), ("Accept", ACCEPT)]
         meta = (params or {}).get("_meta")
         modern = meta.get(META_VERSION) if isinstance(meta, dict) else None
