@@ -160,6 +160,14 @@ class Transport(ABC):
     """The server's process set (tree.ProcessSet) where the transport spawned processes that
     can be read, else None (memory is then not measured)."""
 
+    framed_by_lines = True
+    """Messages are lines of a byte stream (stdio), so a silent server may be speaking
+    LSP-style framing (a diagnosis probes for it); False for HTTP."""
+
+    def silence(self) -> str:
+        """What a server that sent nothing at all did not send, for a timeout's cause."""
+        return "nothing at all on stdout"
+
     def clock(self) -> float:
         """Seconds of a monotonic clock; every wait of a session is timed by it (a scripted
         transport gives its own)."""
