@@ -19,7 +19,7 @@ from mcpstart.measure import load
 from mcpstart.measure.client import ProbeError, call_tool, initialize_result, list_tools
 from mcpstart.endpoint import Endpoint, is_loopback
 from mcpstart.transports.http import HttpTransport, header_value, retry_interval_s
-from mcpstart.transports.session import Exited, Session
+from mcpstart.transports.session import Exited, Session, SessionError
 from mcpstart.transports.sse import EventStream
 from mcpstart.views.table import table
 from mcpstart.wire import ToolCall, initialize_request, modern_request
@@ -208,3 +208,16 @@ def test_load_figures_count_every_request_in_flight_at_the_end():
     assert (block["cpu_percent"], block["engine_cpu_percent"], block["rss_bytes"]) == (
         50.0, 90.0, 3000)
     assert block["latency_ms"]["p50"] == 4.0 and block["latency_ms"]["histogram"] == {"1": 3}
+
+
+def test_a_command_that_never_listens_is_said_so():
+    command = Command([sys.executable, "-c", "import time; time.sleep(30)", "{port}"])
+    session = Session.start(HttpTransport(command), initialize_request("2025-11-25"),
+                            waits=WAITS)
+    try:
+        with pytest.raises(SessionError, match=r"within 0.3 s \(nothing accepted a connection "
+                                               r"at http://127.0.0.1:\d+/mcp\)"):
+            session.wait(1, 0.3)
+    finally:
+        session.shutdown()
+    assert not no_children()

@@ -503,6 +503,15 @@ class HttpTransport(Transport):
     def partial(self) -> bytes:
         return b""
 
+    framed_by_lines = False
+
+    def silence(self) -> str:
+        """"nothing accepted a connection at URL" (its argv may not pass ``{port}`` on), or
+        "no byte of an HTTP answer"."""
+        if self.accepting_ns is None:
+            return f"nothing accepted a connection at {self.endpoint.url}"
+        return "no byte of an HTTP answer"
+
     def receive(self, timeout_s: float, quiet_s: float | None = None) -> list[Frame]:
         """Serve the connections for at most ``timeout_s``, returning as soon as frames came
         (a JSON answer's body, or an event of an event stream), the process exited, or the
