@@ -232,12 +232,12 @@ def _http(ax, doc: dict) -> None:
     width = 0.38
     p95_ax = ax.twinx()
     colors = (IDLE, PEAK)
-    for k, ((scenario, title), color) in enumerate(zip(HTTP_SCENARIOS, colors)):
+    for k, ((scenario, title), color, marker) in enumerate(zip(HTTP_SCENARIOS, colors, "Ds")):
         xs = [i + (k - 0.5) * width for i in range(len(names))]
         ax.bar(xs, [d[1][scenario][0] or 0 for d in data], width, color=color,
                label=f"requests/s, {title}")
-        p95_ax.plot(xs, [d[1][scenario][1] for d in data], "o", color="black",
-                    markerfacecolor=color, label=f"p95 (ms), {title}")
+        p95_ax.plot(xs, [d[1][scenario][1] for d in data], marker, color="black",
+                    markeredgecolor="white", label=f"p95 (ms), {title}")
     ceiling = dig(doc, "load_ceiling.load.calls.rps")
     if number_or_none(ceiling) is not None:
         ax.axhline(ceiling, color="gray", linestyle="--", linewidth=1,
