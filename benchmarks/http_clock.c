@@ -5,9 +5,9 @@
  *   http_clock warm PORT N -- SERVER ARGV...           N stateless calls on one connection
  *
  * cold: after PAUSE_MS of idle, CLOCK_MONOTONIC, posix_spawnp of the server (its own process
- * group, output to /dev/null), blocking connect() to 127.0.0.1:PORT retried 20 us after every
- * refusal (loopback settles a connect inside the call; the sleep, ~70 us with the timer
- * slack, leaves the CPU to the starting server), then on that connection POST
+ * group, output to /dev/null), blocking connect() to 127.0.0.1:PORT retried after every
+ * refusal (loopback settles a connect inside the call) on mcpstart's sampling plan: after 2%
+ * of the time since the spawn, 50 us to 1 ms; then on that connection POST
  * initialize, POST notifications/initialized, POST tools/list, POST tools/call. Each phase's
  * clock stops when its answer is complete (Content-Length read, or a chunked body's last
  * chunk). Prints port_ms initialize_ms tools_list_ms first_call_ms.
@@ -65,7 +65,7 @@ static void end(pid_t pid) {
     waitpid(pid, NULL, 0);
 }
 
-static const struct timespec RETRY = {0, 20000}; /* 20 us (plus the timer slack, 50 us) */
+static double t0; /* the spawn's clock */
 
 static int connect_retrying(double deadline) {
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
@@ -76,7 +76,13 @@ static int connect_retrying(double deadline) {
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) return fd;
         close(fd);
-        nanosleep(&RETRY, NULL); /* a spinning client would take a core from the server */
+        /* mcpstart's sampling plan (2% of the time since the spawn, 50 us to 1 ms), so both
+         * clients time the same thing; a client spinning faster takes a core from the
+         * server (measured: Python's server 2.2x slower to listen under a 20 us retry) */
+        double wait = (now_ms() - t0) * 0.02;
+        wait = wait < 0.05 ? 0.05 : wait > 1.0 ? 1.0 : wait;
+        struct timespec retry = {0, (long)(wait * 1e6)};
+        nanosleep(&retry, NULL);
     }
     errno = ETIMEDOUT;
     fail("connect");
@@ -154,6 +160,7 @@ int main(int argc, char **argv) {
     char **server = argv + 5;
     if (strcmp(argv[1], "warm") == 0) {
         int n = atoi(argv[3]);
+        t0 = now_ms();
         pid_t pid = spawn(server);
         int fd = connect_retrying(now_ms() + 60000);
         expect(exchange(fd, MODERN_CALL, MODERN_HEADERS), 200, "tools/call");
@@ -167,7 +174,7 @@ int main(int argc, char **argv) {
     }
     struct timespec pause = {0, (long)(atof(argv[3]) * 1e6)};
     nanosleep(&pause, NULL);
-    double t0 = now_ms();
+    t0 = now_ms();
     pid_t pid = spawn(server);
     int fd = connect_retrying(t0 + 60000);
     double accepting = now_ms() - t0;

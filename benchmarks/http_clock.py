@@ -1,8 +1,8 @@
 """How exact mcpstart's HTTP clock is, and the client's share of a stateless call: the same
 HTTP cold start phases timed by mcpstart (cold.cold_start and cold.modern_start over the
 Streamable HTTP transport, as ``measure --transport http`` runs them) and by an independent
-C client (benchmarks/http_clock.c: posix_spawnp, blocking connect() retried 20 us after each
-refusal, raw sockets, CLOCK_MONOTONIC), interleaved run by run, the same 50 ms pause before each spawn.
+C client (benchmarks/http_clock.c: posix_spawnp, blocking connect() retried on mcpstart's
+sampling plan, raw sockets, CLOCK_MONOTONIC), interleaved run by run, the same 50 ms pause before each spawn.
 The target: mcpstart's median within 1.05x the C client's + 0.2 ms, per phase.
 
 Then the client's share (issue 18, point 7): N stateless 2026-07-28 tools/call on one

@@ -152,6 +152,9 @@ class _Exchange:
     done: bool = False
     session_id: str | None = None
     retried: bool = False
+    prepared: tuple | None = None
+    """(a fresh connection's h11 state, the request's bytes), made before the clock for the
+    first request of a spawn."""
 
 
 class _Connection:
@@ -242,6 +245,7 @@ class HttpTransport(Transport):
         self.pidfd: int | None = None
         self._processes: ProcessSet | None = None
         self._exited_ns: int | None = None
+        self._exit_news = False  # the exit was seen and not yet reported by a wait
         self._scanned_at_exit = False
         self.accepting_ns: int | None = None
         self.session_id: str | None = None
@@ -279,6 +283,9 @@ class HttpTransport(Transport):
         """
         first = [self._exchange(line) for line in (first_message or b"").splitlines()
                  if line.strip()]  # encoded before the clock
+        if first:
+            http = h11.Connection(h11.CLIENT)
+            first[0].prepared = (http, self._encode(http, first[0]))
         if self.prepared is not None:
             self._spawn()
         else:
@@ -463,18 +470,24 @@ class HttpTransport(Transport):
     def _begin(self, conn: _Connection, exchange: _Exchange) -> None:
         conn.exchange = exchange
         conn.used += 1
+        if conn.used == 1 and exchange.prepared is not None:  # encoded before the clock
+            conn.http, data = exchange.prepared
+        else:
+            data = self._encode(conn.http, exchange)
+        conn.out += data
+        if not conn.connecting:
+            self._write(conn)
+
+    def _encode(self, http: h11.Connection, exchange: _Exchange) -> bytes:
+        """``exchange``'s request as bytes, through ``http``'s state."""
         headers = [("Host", f"{self.endpoint.host}:{self.endpoint.port}"), *exchange.headers]
         if exchange.kind == "delete":
             request = h11.Request(method="DELETE", target=self.endpoint.path, headers=headers)
-            conn.out += conn.http.send(request) + conn.http.send(h11.EndOfMessage())
-        else:
-            headers.append(("Content-Length", str(len(exchange.body))))
-            request = h11.Request(method="POST", target=self.endpoint.path, headers=headers)
-            conn.out += conn.http.send(request)
-            conn.out += conn.http.send(h11.Data(data=exchange.body))
-            conn.out += conn.http.send(h11.EndOfMessage())
-        if not conn.connecting:
-            self._write(conn)
+            return http.send(request) + http.send(h11.EndOfMessage())
+        headers.append(("Content-Length", str(len(exchange.body))))
+        request = h11.Request(method="POST", target=self.endpoint.path, headers=headers)
+        return (http.send(request) + http.send(h11.Data(data=exchange.body))
+                + http.send(h11.EndOfMessage()))
 
     def _write(self, conn: _Connection) -> None:
         while conn.out:
@@ -530,7 +543,7 @@ class HttpTransport(Transport):
 
     def _pump(self, deadline: float) -> bool:
         """One wait: poll the connections and the process, handle what is ready. Returns
-        True when the process exited."""
+        True when it saw the process exit (once)."""
         self._assign()
         poller = select.poll()
         owners: dict[int, _Connection] = {}
@@ -556,12 +569,11 @@ class HttpTransport(Transport):
                 time.sleep(wait)
             events = poller.poll(0)
         woke = time.perf_counter_ns()
-        stop = False
         for fd, event in events:
             conn = owners.get(fd)
             if conn is None:
                 if fd == self.pidfd and self._exited_ns is None:
-                    self._exited_ns, stop = woke, True
+                    self._exited_ns, self._exit_news = woke, True
                 continue
             if conn.connecting:
                 self._finish_connect(conn, woke)
@@ -571,6 +583,7 @@ class HttpTransport(Transport):
                     and not conn.closed:
                 self._read(conn, woke)
         self._connections = [c for c in self._connections if not c.closed]
+        stop, self._exit_news = self._exit_news, False
         return stop
 
     def _finish_connect(self, conn: _Connection, woke: int) -> None:
@@ -740,7 +753,7 @@ class HttpTransport(Transport):
         if self.pidfd is None:
             return False
         if self._exited_ns is None and select.select([self.pidfd], [], [], wait_s)[0]:
-            self._exited_ns = time.perf_counter_ns()
+            self._exited_ns, self._exit_news = time.perf_counter_ns(), True
         return self._exited_ns is not None
 
     def _fail_queue(self, cause: str) -> None:
