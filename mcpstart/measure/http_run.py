@@ -64,7 +64,7 @@ def measure_http(servers: list[Server], ceiling: Server | None, settings: Settin
         row = server.row
         row.transport = "http"
         row.http = {"endpoint": None, "start_ms": None, "latency_ms": None, "session_ms": None,
-                    "sessions_leak": None, "payload": None, "load": []}
+                    "sessions_leak": None, "load": []}
         for block in STDIO_BLOCKS:
             row.skip_block(block, "an HTTP server: its start-up is http.start_ms")
         if server.url is not None:
