@@ -186,6 +186,9 @@ def _measure_http(servers: list[Server], ceiling: Server | None, settings: Setti
     live = [s for s in servers if s.measurable and s.transport == "http"]
     if not live:
         return
+    for server in servers:
+        if server.transport == "stdio":
+            server.row.skip_block("http", "a stdio server (its figures are the stdio rows)")
     measure_http(live, ceiling, settings, order, results, progress, on_update)
     for server in live:
         _finish(server, settings, results.environment)
