@@ -460,6 +460,8 @@ class HttpTransport(Transport):
             self._retry_at = time.monotonic() + retry_interval_s(since)
             self._spare = self._socket()
             return
+        if self._process_exited(0.1):
+            return  # the server is gone: the session says how it ended
         self._fail_queue(f"cannot connect to {self.endpoint.url}: {os.strerror(code)}")
 
     def _connected(self, conn: _Connection, at_ns: int) -> None:
@@ -730,13 +732,14 @@ class HttpTransport(Transport):
         conn.close()
         if exchange is None or exchange.done:
             return
+        if self._process_exited(0.1):
+            exchange.done = True
+            return
         if exchange.status is None and conn.used > 1 and not exchange.retried:
             exchange.retried = True  # a kept-alive connection the server had just closed
             self._queue.appendleft(exchange)
             return
         exchange.done = True
-        if self._process_exited(0.1):
-            return
         if exchange.kind == "request" and not exchange.named:
             self._error_answer(exchange, time.perf_counter_ns(), cause)
         elif exchange.kind != "request":
