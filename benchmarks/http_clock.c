@@ -34,6 +34,7 @@ extern char **environ;
 static char buf[1 << 24];
 static char session[256];
 static int port;
+static pid_t server_pid; /* killed with its group on any failure: nothing outlives a run */
 
 static double now_ms(void) {
     struct timespec t;
@@ -41,9 +42,17 @@ static double now_ms(void) {
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+static void quit(void) {
+    if (server_pid > 0) {
+        kill(-server_pid, SIGKILL);
+        waitpid(server_pid, NULL, 0);
+    }
+    exit(1);
+}
+
 static void fail(const char *what) {
     fprintf(stderr, "http_clock: %s: %s\n", what, strerror(errno));
-    exit(1);
+    quit();
 }
 
 static pid_t spawn(char **argv) {
@@ -57,12 +66,13 @@ static pid_t spawn(char **argv) {
     posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid;
     if (posix_spawnp(&pid, argv[0], &actions, &attr, argv, environ) != 0) fail("posix_spawnp");
-    return pid;
+    return server_pid = pid;
 }
 
 static void end(pid_t pid) {
     kill(-pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    server_pid = 0;
 }
 
 static double t0; /* the spawn's clock */
@@ -147,7 +157,7 @@ static const char *MODERN_HEADERS = "MCP-Protocol-Version: 2026-07-28\r\nMcp-Met
 static void expect(int status, int want, const char *what) {
     if (status != want) {
         fprintf(stderr, "http_clock: %s answered HTTP %d\n", what, status);
-        exit(1);
+        quit();
     }
 }
 
