@@ -190,7 +190,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
 @main.command(short_help="Build what is stale, measure each server, print a table.",
               context_settings={"allow_interspersed_args": False},
               epilog="\b\nExamples:\n  mcpstart measure --runs 6 > table.md\n"
-                     "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60")
+                     "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60\n"
+                     "  mcpstart measure --transport http   # over Streamable HTTP, with load")
 @apply(
     opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000), help="Counted runs."),
     opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000), help="Warm-ups."),
@@ -218,6 +219,15 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
         help="Startup limits for an all-at-once start (default for several named: 10,30,60)."),
+    opt("--transport", type=click.Choice(["stdio", "http", "both"]), default="stdio",
+        help="Reference servers over stdio, Streamable HTTP ({port} in argv), or both."),
+    opt("--url", help="A Streamable HTTP server already running (no start-up figures)."),
+    opt("--remote", is_flag=True, help="Also measure a config's HTTP entries (--config)."),
+    opt("--load-s", "load_seconds", type=click.FloatRange(min=0), check=FINITE_S,
+        help=f"Seconds per load scenario on HTTP servers (0: none) [default: {defaults.LOAD_S:g}]."),
+    opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
+    opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
+        check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -338,7 +348,8 @@ def compare(old, new, threshold, alpha, old_variant, new_variant, tablefmt) -> N
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
-       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline", "history"]),
+       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline", "http",
+                                         "history"]),
            help="One chart. Default: a panel per chart the file can fill."))
 def plot(results_file, output, kind) -> None:
     """Draw charts of a results file: cold start per server (median, min to max, the floor

@@ -14,3 +14,12 @@ ROUND_TRIPS = 100
 PROBE_TIMEOUT_S = 5.0
 OUTPUT = "mcpstart-results.json"
 """The results file written when --output is not given (its TOML copy sits beside it)."""
+LOAD_S = 10.0
+LOAD_USERS = 10
+"""The load bounds: 10 users for 10 s per scenario (the k6 benchmark ran 10 to 50)."""
+LOAD_TIMEOUT_S = 5.0
+"""Per-request timeout under load: a request unanswered after it is a timeout error."""
+LOAD_RATE = 100.0
+"""Requests per second of the fixed-rate load scenario."""
+HTTP_SESSIONS = 100
+"""Full sessions timed per HTTP server (and the memory slope over them)."""

@@ -16,7 +16,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import Progress
@@ -113,8 +113,11 @@ JOB_OPTIONS = ("output", "exports", "budget", "rebuild", "require_all", "cache_d
 def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: list[str],
             progress: Progress, only=(), name: str | None = None, floor: bool = False) -> Job:
     """The Job a command's parsed ``options`` describe: the plan of ``-- COMMAND`` and the
-    ``server_specs``, ``configs``, ``client``, ``cwd`` and ``recipes_dir`` options (the recipe
-    folder said through ``progress``), every JOB_OPTIONS field ``options`` names, and the
+    ``server_specs``, ``configs``, ``client``, ``cwd``, ``recipes_dir``, ``url`` and
+    ``remote`` options (the recipe folder said through ``progress``; ``settings.transport``
+    picks the reference recipes), ``load_seconds`` (--load-s: None keeps the default and
+    puts no non-loopback URL under load; a command without the key, ``revisions``, has no
+    load), every JOB_OPTIONS field ``options`` names, and the
     child subreaper on, as the CLI runs.
 
     Raises:
@@ -125,10 +128,17 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
         progress(which)
         return folder
 
+    load_s = options.get("load_seconds")
+    if load_s is not None:
+        settings = replace(settings, load_s=load_s)
     try:
         plan = make_plan(command, options["server_specs"], options["configs"],
                          options["client"], name, options["cwd"], only, floor, recipe_folder,
-                         options.get("inputs"), options.get("sdk", ()), options.get("pre", False))
+                         options.get("inputs"), sdk=options.get("sdk", ()),
+                         pre=options.get("pre", False), transport=settings.transport,
+                         url=options.get("url"), remote=options.get("remote", False),
+                         load=settings.load_s > 0 and "load_seconds" in options,
+                         load_named=load_s is not None)
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,
@@ -154,7 +164,7 @@ def cache_folder(option: str | None) -> Path:
 
 def _servers(job: Job) -> tuple[list[run.Server], dict[str, str]]:
     """Before the first spawn: the builds."""
-    cache = cache_folder(job.cache_dir) if job.plan.recipes else None
+    cache = cache_folder(job.cache_dir) if job.plan.recipes or job.plan.ceiling else None
     return run.servers_for(job.plan, job.settings, cache, job.rebuild, job.require_all,
                            job.progress)
 

@@ -29,6 +29,7 @@ class ServerResult:
     ``reason`` says why when it is not "ok"."""
 
     name: str
+    transport: str = "stdio"
     language: str | None = None
     sdk: str | None = None
     sdk_version: str | None = None
@@ -51,6 +52,9 @@ class ServerResult:
     shutdown: dict | None = None
     page_cache: dict | None = None
     traffic: dict | None = None
+    http: dict | None = None
+    """Streamable HTTP figures (design.md ``servers[].http``): start_ms, latency_ms,
+    session_ms, sessions_leak, load; None for a stdio server."""
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
@@ -80,6 +84,9 @@ class Results:
     servers: list[ServerResult] = field(default_factory=list)
     run_sequence: list = field(default_factory=list)
     startup: dict | None = None
+    load_ceiling: dict | None = None
+    """The load engine's ceiling: its load blocks against the HTTP floor in this run
+    (``{server, load: [...]}``), or None without load."""
     interrupted: str | None = None
     """Why the run ended early (an exit signal), else None: the rows hold what came before."""
     schema: str = SCHEMA
@@ -261,8 +268,13 @@ def documents(results) -> list[dict]:
 
 def dig(value, path: str):
     """The value at a dotted key path (``"handshake_ms.median"``), None where any step is
-    missing or not a JSON object."""
+    missing or not a JSON object; a step into a list of objects picks the one whose
+    ``scenario`` is the key (``"http.load.calls.rps"``)."""
     for key in path.split("."):
+        if isinstance(value, list):
+            value = next((v for v in value if isinstance(v, dict) and v.get("scenario") == key),
+                         None)
+            continue
         if not isinstance(value, dict):
             return None
         value = value.get(key)
@@ -294,9 +306,12 @@ def number(value) -> float:
 
 FLOOR = ("c", "mcpstart-c-floor")
 """The floor server: the reference recipe's name and the name it gives in serverInfo."""
+FLOORS = (FLOOR[0], "c-http")
+"""The floor's recipes: stdio's, and its Streamable HTTP sibling's."""
 
 
 def is_floor(server: dict) -> bool:
-    """True for the floor server's row (the minimal C server: the least any server scores)."""
-    return server.get("name") == FLOOR[0] and (
+    """True for a floor server's row (the minimal C server, over stdio or HTTP: the least
+    any server scores)."""
+    return server.get("name") in FLOORS and (
         server.get("language") == "c" or dig(server, "server_info.name") == FLOOR[1])

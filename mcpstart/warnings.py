@@ -59,6 +59,10 @@ class Kind(StrEnum):
     """the series' stdev is a large share of its mean."""
     LOAD = "load"
     """the load average exceeded the core count when the run started."""
+    LOAD_ERRORS = "load_errors"
+    """requests failed under load (counted by class; the row stays ok)."""
+    LOAD_BOUND = "load_bound"
+    """the load engine saturated its cores: the figures are the engine's limit too."""
     DRIFT = "drift"
     """compare: the floor server moved between the two files (the machine drifted)."""
     NO_FLOOR = "no_floor"
@@ -211,6 +215,20 @@ def load(metric: str, load_average: float, cores: int) -> dict:
     return warning(Kind.LOAD, f"the 1-minute load average was {load_average:.2f} on {cores} "
                               "cores when the run started: other work competed for the CPU",
                    metric)
+
+
+def load_errors(errors: dict[str, int]) -> dict:
+    return warning(Kind.LOAD_ERRORS, "requests failed under load (figures, not a failure: see "
+                                     "http.load[].errors): " + ", ".join(
+                                         f"{n} in {scenario}" for scenario, n in errors.items()),
+                   "http.load")
+
+
+def load_bound(scenarios: list[str]) -> dict:
+    return warning(Kind.LOAD_BOUND, "the load engine saturated its cores in "
+                                    f"{', '.join(scenarios)}: those figures are partly the "
+                                    "engine's limit (Locust's master/worker mode scales it out)",
+                   "http.load")
 
 
 # ---- compare (views/compare.py) ----------------------------------------------------------

@@ -16,7 +16,7 @@ ENVIRON = {
     "TOOLS_BIN": "/opt/tools", "API_KEY": "sk-test-123", "CURSOR_TOKEN": "cursor-tok",
     "HOME_TOKEN": "home-tok", "TZ_NAME": "Europe/Paris", "CONTEXT7_API_KEY": "ctx-key",
 }
-REMOTE = "mcpstart measures the stdio transport only"
+REMOTE = "measured over HTTP with --remote"
 CODEX_BASE = {"HOME": "/home/u", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 ALL_FIXTURES = ["claude_desktop_config.json", "claude-code/.mcp.json", "cursor/.cursor/mcp.json",
                 "vscode/.vscode/mcp.json", "windsurf/.codeium/windsurf/mcp_config.json",

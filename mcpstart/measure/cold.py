@@ -27,9 +27,10 @@ def cold_start(command: Command, settings: Settings, skips: Skips,
     method is in ``skips`` are left out; a phase that fails is noted there and left null.
 
     Returns:
-        ``{handshake, first_byte, tools_list, first_call, negotiated_revision, server_info,
-        capabilities, tools, shutdown (an Ended), traffic}``: the phases in ms from just
-        before the spawn (None when not reached), ``tools`` the ToolList or None.
+        ``{handshake, first_byte, port, tools_list, first_call, negotiated_revision,
+        server_info, capabilities, tools, shutdown (an Ended), traffic}``: the phases in ms
+        from just before the spawn (None when not reached; ``port``: the endpoint accepting,
+        for a network transport), ``tools`` the ToolList or None.
 
     Raises:
         SessionError: no valid initialize answer (the run failed; the process is gone).
@@ -43,6 +44,7 @@ def cold_start(command: Command, settings: Settings, skips: Skips,
             _phases(session, sample, settings.timeout_s, settings.call, skips)
         finally:
             sample["first_byte"] = elapsed_ms(session.t0_ns, session.transport.first_byte_ns)
+            sample["port"] = elapsed_ms(session.t0_ns, session.transport.accepting_ns)
     sample["shutdown"], sample["traffic"] = session.ended, session.traffic
     return sample
 

@@ -39,7 +39,11 @@ a handful of log lines; thousands are work it must do before it can serve the us
 class Server:
     """One server of a run: its row (already holding what is known before measuring, e.g. a
     build failure or the footprint) and what to spawn (None when it cannot be measured).
-    ``done``: its last step ran (an exit signal after it leaves its status as it is)."""
+    ``done``: its last step ran (an exit signal after it leaves its status as it is).
+    ``transport``: "stdio" or "http" (a recipe's, a command with ``{port}``, a URL); ``url``
+    and ``headers``: a Streamable HTTP server already running (no command);
+    ``load_allowed``: it may be put under load; ``ceiling_only``: the HTTP floor built only
+    for the load engine's ceiling (not a row)."""
 
     row: ServerResult
     command: Command | None
@@ -52,10 +56,16 @@ class Server:
     modern: dict = field(default_factory=lambda: {"discover": [], "first_call": []})
     stopped: bool = False
     done: bool = False
+    transport: str = "stdio"
+    url: str | None = None
+    headers: dict = field(default_factory=dict)
+    load_allowed: bool = True
+    ceiling_only: bool = False
 
     @property
     def measurable(self) -> bool:
-        return self.command is not None and self.row.status == "ok" and not self.stopped
+        return ((self.command is not None or self.url is not None) and self.row.status == "ok"
+                and not self.stopped)
 
 
 def new_results(argv: list[str], settings: Settings, order: str,
@@ -93,11 +103,14 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     A server whose step fails keeps everything measured before (status "failed", the cause
     in ``reason``); the other servers go on. Never raises for a server's misbehaviour.
     """
+    ceiling = next((s for s in servers if s.ceiling_only), None)
+    servers = [s for s in servers if not s.ceiling_only]
     order = settings.order or ("interleave" if len(servers) > 1 else "sequential")
     results = new_results(argv, settings, order, toolchains)
     results.servers = [s.row for s in servers]
     try:
         _measure(servers, settings, order, results, progress, on_update, budget)
+        _measure_http(servers, ceiling, settings, order, results, progress, on_update)
     except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
         if isinstance(stop.code, int) and stop.code > 128:
             name = signal.Signals(stop.code - 128).name
@@ -132,7 +145,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                                "negotiated_revision": None}
         if server.command is not None:
             server.row.command = server.command.record()
-    live = [s for s in servers if s.measurable]
+    live = [s for s in servers if s.measurable and s.transport == "stdio"]
     if settings.cache_state == "cold":
         for server in live:
             _guard(server, lambda s=server: _cold_cache(s, settings))
@@ -164,6 +177,25 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
         _guard_startup(started, [s for s in live if s not in started], settings, budget,
                        results, progress)
         on_update(results)
+
+
+def _measure_http(servers: list[Server], ceiling: Server | None, settings: Settings,
+                  order: str, results: Results, progress: Progress,
+                  on_update: Callable[[Results], None]) -> None:
+    """The Streamable HTTP servers' steps (http_run.py), then each one's row finished."""
+    from .http_run import measure_http
+
+    live = [s for s in servers if s.measurable and s.transport == "http"]
+    if not live:
+        return
+    for server in servers:
+        if server.transport == "stdio":
+            server.row.skip_block("http", "a stdio server (its figures are the stdio rows)")
+    measure_http(live, ceiling, settings, order, results, progress, on_update)
+    for server in live:
+        _finish(server, settings, results.environment)
+        server.done = True
+    on_update(results)
 
 
 def _guard_startup(started: list[Server], failed: list[Server], settings: Settings,
@@ -355,7 +387,8 @@ def _finish(server: Server, settings: Settings, env: dict) -> None:
     if payload.get("unicode_verified") is False:
         row.fail(f"{payload['tool']} did not reverse by code points (emoji / combining mark "
                  "check)")
-    if row.modern_ms is None and row.protocol.get("era") is not None:
+    if row.modern_ms is None and row.protocol.get("era") is not None and \
+            row.transport == "stdio":  # an HTTP row's modern series is http.start_ms's
         row.skip_block("modern_ms", "server/discover did not list 2026-07-28")
     if row.phases_ms and row.phases_ms["first_call"]["n"] == 0 and not server.skips.causes:
         row.skip_block("phases_ms.first_call", "no tool to call (--call TOOL names one)")
@@ -368,7 +401,8 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     from .footprint import measure_footprint
 
     recipe = build.recipe
-    row = ServerResult(recipe.name, recipe.language, recipe.sdk, recipe.sdk_version)
+    row = ServerResult(recipe.name, recipe.transport, recipe.language, recipe.sdk,
+                       recipe.sdk_version)
     row.sdk_source = source_record(recipe, None, None, None)  # completed once it is built
     if recipe.sdk is None:
         row.skip_block("sdk_version", "the recipe names no SDK")
@@ -403,19 +437,21 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     row.sdk_source = source_record(recipe, lock, packages, resolved)
     return Server(row, build.command(settings.env),
                   artifacts=[p for pattern in recipe.artifact_include
-                             for p in glob.glob(build.path(pattern))])
+                             for p in glob.glob(build.path(pattern))],
+                  transport=recipe.transport)
 
 
 def from_target(target, settings: Settings) -> Server:
     """A Server from a bare command or an editor config's entry (targets.command.Target):
     no recipe, so no footprint (``not_measured``), the target's notes as warnings."""
-    row = ServerResult(target.name)
+    row = ServerResult(target.name, target.transport)
     row.skip_block("footprint", "no recipe (a command line or an editor config): nothing "
                                 "was built, so there is no artifact to count")
     row.warnings += [warn.target(note) for note in target.notes]
-    command = Command(list(target.argv), target.cwd, {**target.env, **settings.env},
-                      target.base_env)
-    return Server(row, command, target.limit_s)
+    command = None if target.url else Command(list(target.argv), target.cwd,
+                                              {**target.env, **settings.env}, target.base_env)
+    return Server(row, command, target.limit_s, transport=target.transport, url=target.url,
+                  headers=dict(target.headers), load_allowed=target.load_allowed)
 
 
 def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
@@ -431,6 +467,11 @@ def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
         build = ensure_built(recipe, cache, rebuild, progress)
         toolchains.update(build.toolchains)
         servers.append(from_build(build, settings, require_all))
+    if plan.ceiling is not None:
+        build = ensure_built(plan.ceiling, cache, rebuild, progress)
+        ceiling = from_build(build, settings)
+        ceiling.ceiling_only = True
+        servers.append(ceiling)
     servers += [from_target(target, settings) for target in plan.targets]
     for skipped in plan.skipped:
         row = ServerResult(skipped.name, status="skipped", reason=skipped.reason)
@@ -446,13 +487,16 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, "sequential", toolchains)
     results.servers = [s.row for s in servers]
     live = [s for s in servers if s.measurable]
+    from .http_run import http_settings
+
     for index, server in enumerate(live, 1):
         server.row.protocol = {"requested_revision": settings.requested_revision}
         server.row.command = server.command.record()
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
-        if _first_start(server, settings):
-            _guard(server, lambda s=server: _matrix(s, settings))
+        probes = http_settings(server, settings) if server.transport == "http" else settings
+        if _first_start(server, probes):  # an HTTP recipe's over HTTP
+            _guard(server, lambda s=server, p=probes: _matrix(s, p))
     return results
 
 

@@ -43,6 +43,13 @@ class Settings:
             through the spawn either way); tests that time nothing turn it off.
         spawner: how a Command becomes an unstarted Transport (the stdio transport; tests
             give a scripted one). Not recorded.
+        transport: which servers of the reference set: "stdio", "http" or "both".
+        load_s: seconds of each load scenario against an HTTP server (0: no load).
+        load_users: concurrent users of the load engine.
+        load_timeout_s: per-request timeout under load (a stall counts as a timeout error).
+        load_rate: requests per second of the fixed-rate scenario.
+        http_sessions: full sessions (initialize .. DELETE) timed per HTTP server, with the
+            server's memory read before and after them.
     """
 
     runs: int = defaults.RUNS
@@ -65,6 +72,12 @@ class Settings:
     collect_garbage: bool = True
     spawner: Callable[[Command], Transport] = field(default=StdioTransport, compare=False,
                                                       repr=False)
+    transport: str = "stdio"
+    load_s: float = defaults.LOAD_S
+    load_users: int = defaults.LOAD_USERS
+    load_timeout_s: float = defaults.LOAD_TIMEOUT_S
+    load_rate: float = defaults.LOAD_RATE
+    http_sessions: int = defaults.HTTP_SESSIONS
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -90,6 +103,9 @@ class Settings:
             "diagnosis_wait_s": self.waits.diagnosis_s,
             "probe_grace_s": self.probe_grace_s, "collect_garbage": self.collect_garbage,
             "env_keys": sorted(self.env),
+            "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
+            "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
+            "http_sessions": self.http_sessions,
         }
 
 

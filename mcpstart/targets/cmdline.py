@@ -27,6 +27,12 @@ class Target:
         limit_s: a startup limit the config sets, in seconds (Codex startup_timeout_sec).
         origin: where the server came from, e.g. "Codex config /home/u/.codex/config.toml".
         notes: warnings to show with the row (docker, reduced environment ...).
+        url: a Streamable HTTP server already running at this URL (``argv`` is then empty);
+            None for a command.
+        headers: HTTP headers sent with every request to ``url`` (a config's; values are
+            secrets).
+        load_allowed: load may be sent to ``url``: a loopback address, or a URL the user
+            named together with --load-s; never a remote entry of a config.
     """
 
     name: str
@@ -38,6 +44,14 @@ class Target:
     limit_s: float | None = None
     origin: str = "command line"
     notes: tuple[str, ...] = ()
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    load_allowed: bool = True
+
+    @property
+    def transport(self) -> str:
+        """"http" for a URL or a command with ``{port}`` in its argv, else "stdio"."""
+        return "http" if self.url or any("{port}" in a for a in self.argv) else "stdio"
 
 
 @dataclass(frozen=True)

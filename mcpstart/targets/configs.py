@@ -85,7 +85,8 @@ class _Skip(Exception):
 def load_config(path: str | os.PathLike, client: str | None = None,
                 workspace: str | os.PathLike | None = None,
                 environ: Mapping[str, str] | None = None,
-                inputs: Mapping[str, str] | None = None) -> ConfigServers:
+                inputs: Mapping[str, str] | None = None,
+                remote: bool = False) -> ConfigServers:
     """Read an editor's MCP config and say which servers it would start and how.
 
     Args:
@@ -98,6 +99,9 @@ def load_config(path: str | os.PathLike, client: str | None = None,
         environ: the environment placeholders and Codex's env_vars read; default os.environ.
         inputs: values for VS Code's ``${input:ID}`` (``--input ID=VALUE``), masked as
             secrets.
+        remote: read remote entries (``url``/``serverUrl``, with their ``headers``) as
+            Streamable HTTP targets instead of skipping them (``--remote``); they are never
+            put under load unless they are on a loopback address.
 
     Entries are skipped (never measured, never guessed) when they are disabled, remote
     (url/serverUrl, type http/sse/streamable-http), have no command (Zed extension servers),
@@ -136,7 +140,9 @@ def load_config(path: str | os.PathLike, client: str | None = None,
     targets, skipped = [], []
     for name, entry in _server_table(path, client, data, ws, notes).items():
         try:
-            targets.append(_READERS[client](context, name, entry))
+            remote_url = _remote_url(entry) if remote else None
+            targets.append(_remote_target(context, name, entry, remote_url) if remote_url
+                           else _READERS[client](context, name, entry))
         except _Skip as why:
             skipped.append(Skipped(name, str(why), origin))
     return ConfigServers(client, path, targets, skipped, tuple(notes))
@@ -360,9 +366,43 @@ def _check_launchable(entry) -> None:
     kind = entry.get("type") or entry.get("transport")
     if kind in _REMOTE_TYPES or (kind is None and ("url" in entry or "serverUrl" in entry)
                                  and "command" not in entry):
-        raise _Skip(f"remote server ({kind or 'url'}): mcpstart measures the stdio transport only")
+        raise _Skip(f"remote server ({kind or 'url'}): measured over HTTP with --remote")
     if kind not in (None, "stdio"):
         raise _Skip(f"transport type {kind!r} is not stdio")
+
+
+def _remote_url(entry) -> str | None:
+    """The URL of a remote entry (any client's ``url``/``serverUrl`` without a command), else
+    None."""
+    if not isinstance(entry, dict) or "command" in entry:
+        return None
+    url = entry.get("url") or entry.get("serverUrl")
+    return url if isinstance(url, str) else None
+
+
+def _remote_target(context: _Context, name: str, entry: dict, url: str) -> Target:
+    """A remote entry as a Streamable HTTP target: its URL and ``headers`` resolved as the
+    client resolves its other fields, every header value a secret; load only on loopback."""
+    from ..endpoint import Endpoint, is_loopback
+
+    if entry.get("disabled") is True or entry.get("enabled") is False:
+        raise _Skip("disabled in the config")
+    if entry.get("type") == "sse" or entry.get("transport") == "sse":
+        raise _Skip("remote server (sse): the deprecated HTTP+SSE transport, which mcpstart "
+                    "does not speak")
+    resolve = _Resolver(context)
+    headers = entry.get("headers") or {}
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise _Skip("malformed entry: headers must be an object of strings")
+    headers = {str(k): resolve(v) for k, v in headers.items()}
+    url = resolve(url)
+    try:
+        host = Endpoint.parse(url).host
+    except ValueError as err:
+        raise _Skip(f"remote server: {err}") from None
+    return Target(name=name, argv=[], url=url, headers=headers, origin=context.origin,
+                  secrets=_secrets(resolve.secrets, headers.values()),
+                  load_allowed=is_loopback(host), notes=tuple(resolve.notes))
 
 
 def _read_json_entry(context: _Context, name: str, entry) -> Target:
@@ -483,7 +523,7 @@ def _read_codex_entry(context: _Context, name: str, entry) -> Target:
     if command is not None and url is not None:
         raise _Skip("sets both command and url, which Codex rejects")
     if url is not None:
-        raise _Skip("remote server (url): mcpstart measures the stdio transport only")
+        raise _Skip("remote server (url): measured over HTTP with --remote")
     if not command:
         raise _Skip("no command")
     if not isinstance(command, str):

@@ -13,6 +13,9 @@ from .recipes import Recipe, RecipeError, load_recipes
 
 FLOOR = "c"
 """The recipe of the floor server: a minimal MCP server in C."""
+HTTP_FLOOR = "c-http"
+"""Its Streamable HTTP sibling: the HTTP rows' floor and the load engine's ceiling."""
+TRANSPORTS = ("stdio", "http", "both")
 
 
 class PlanError(ValueError):
@@ -27,6 +30,9 @@ class Plan:
     all-at-once startup is measured too."""
 
     recipes: list[Recipe] = field(default_factory=list)
+    ceiling: Recipe | None = None
+    """The HTTP floor, built only to measure the load engine's ceiling (not a row), when
+    HTTP servers get load and the floor is not one of them."""
     targets: list[Target] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -47,23 +53,39 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
               configs: tuple[str, ...], client: str | None, name: str | None,
               cwd: str | None, only: tuple[str, ...], floor: bool,
               recipe_folder: Callable[[], Path], inputs: dict[str, str] | None = None,
-              sdk: tuple[str, ...] = (), pre: bool = False) -> Plan:
+              *, sdk: tuple[str, ...] = (), pre: bool = False, transport: str = "stdio",
+              url: str | None = None, remote: bool = False, load: bool = False,
+              load_named: bool = False) -> Plan:
     """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed;
     ``inputs`` give VS Code's ``${input:ID}`` values (masked like secrets); ``sdk`` are
     ``--sdk LANG=SPEC`` values, each recipe's variants placed after it (targets/variants.py,
     ``pre``: ranges and latest take pre-releases). ``only`` keeps a recipe's variants with it
-    (``python`` keeps ``python@2.1.1``), or names one variant.
+    (``python`` keeps ``python@2.1.1``), or names one variant. ``transport`` picks the
+    reference recipes ("stdio", "http", "both"; the floor likewise); ``url`` a Streamable
+    HTTP server already running (load only on loopback, or with ``load_named``: --load-s
+    given); ``remote`` measures a config's HTTP entries too (never loaded unless on
+    loopback); ``load``: HTTP servers get load, so the HTTP floor is built for the ceiling.
 
     Raises:
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
-            without a command, an unreadable config or recipe, an --sdk that names no
-            variant or is given with servers that are not the reference set.
+            without a command, an unreadable config or recipe, a bad URL, an --sdk that
+            names no variant or is given with servers that are not the reference set.
     """
+    from ..endpoint import Endpoint, is_loopback
     from .configs import ConfigError, load_config
     from .variants import VariantError, with_variants
 
     plan = Plan()
-    if name is not None and not command:
+    if transport not in TRANSPORTS:
+        raise PlanError(f"--transport must be one of {', '.join(TRANSPORTS)}")
+    if url is not None:
+        try:
+            endpoint = Endpoint.parse(url)
+        except ValueError as err:
+            raise PlanError(f"--url {err}") from err
+        plan.targets.append(Target(name or f"{endpoint.host}:{endpoint.port}", [], url=url,
+                                   load_allowed=is_loopback(endpoint.host) or load_named))
+    if name is not None and not command and url is None:
         raise PlanError("--name names the server given after --; there is none")
     if name is not None and not name.strip():
         raise PlanError("--name is empty")
@@ -79,7 +101,7 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         plan.targets.append(Target(spec_name, argv, cwd, notes=launch_notes(argv)))
     for config in configs:
         try:
-            found = load_config(config, client, inputs=inputs)
+            found = load_config(config, client, inputs=inputs, remote=remote)
         except ConfigError as err:
             raise PlanError(str(err)) from err
         if not found.targets and not found.skipped:
@@ -90,15 +112,18 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
             entries += [replace(e, name=f"{e.name}@{found.client}") if e.name in taken else e
                         for e in more]
         plan.notes += [f"{config}: {note}" for note in found.notes]
-    named = bool(command or server_specs or configs)
+    named = bool(command or server_specs or configs or url)
     if named and sdk:
         raise PlanError("--sdk builds the reference servers at other SDK versions; it does "
-                        "not apply to -- COMMAND, --server or --config")
+                        "not apply to -- COMMAND, --server, --config or --url")
+    kinds = ("stdio", "http") if transport == "both" else (transport,)
     try:
         if not named:
-            plan.recipes = load_recipes(recipe_folder())
+            plan.recipes = [r for kind in kinds for r in load_recipes(recipe_folder(),
+                                                                      transport=kind)]
         elif floor:
-            plan.recipes = load_recipes(recipe_folder(), [FLOOR])
+            plan.recipes = load_recipes(recipe_folder(), [{"stdio": FLOOR, "http": HTTP_FLOOR}[k]
+                                                          for k in kinds])
         if sdk:
             plan.recipes, notes = with_variants(plan.recipes, sdk, pre)
             plan.notes += notes
@@ -119,5 +144,12 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
                         or r.name.split("@", 1)[0] in only]
         plan.targets = [t for t in plan.targets if t.name in only]
         plan.skipped = [s for s in plan.skipped if s.name in only]
-    plan.together = named and len(plan.targets) > 1
+    plan.together = named and len([t for t in plan.targets if t.transport == "stdio"]) > 1
+    http = any(r.transport == "http" for r in plan.recipes) or any(
+        t.transport == "http" and t.load_allowed for t in plan.targets)
+    if load and http and HTTP_FLOOR not in [r.name for r in plan.recipes]:
+        try:
+            [plan.ceiling] = load_recipes(recipe_folder(), [HTTP_FLOOR])
+        except RecipeError as err:
+            plan.notes.append(f"no load ceiling: {err}")
     return plan

@@ -278,7 +278,7 @@ def with_variants(recipes: list[Recipe], options: tuple[str, ...], pre: bool = F
     for option in options:
         lang, spec = parse_sdk_option(option)
         specs.setdefault(lang, []).append(spec)
-    known = {r.language for r in recipes} | {r.name for r in recipes}
+    known = {r.language for r in recipes if r.versions} | {r.name for r in recipes}
     unknown = [lang for lang in specs if lang not in known]
     if unknown:
         raise VariantError(f"--sdk: no reference server in {', '.join(unknown)}; known: "
@@ -286,7 +286,8 @@ def with_variants(recipes: list[Recipe], options: tuple[str, ...], pre: bool = F
     out, notes = [], []
     for recipe in recipes:
         out.append(recipe)
-        asked = specs.get(recipe.name) or specs.get(recipe.language)
+        asked = specs.get(recipe.name) or (specs.get(recipe.language) if recipe.versions
+                                           else None)
         if asked:
             more, said = variants_of(recipe, asked, pre)
             out += more

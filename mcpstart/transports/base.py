@@ -1,5 +1,5 @@
 """The transport seam: what a client session needs from a transport, whatever carries the
-messages (the stdio transport's pipes today; Streamable HTTP later).
+messages (the stdio transport's pipes, stdio.py; Streamable HTTP, http.py).
 
 The split is the one the official SDKs use: a transport owns the server's process and moves
 framed messages with their arrival times; the session above it (session.py) matches answers to
@@ -88,6 +88,9 @@ class Transport(ABC):
     first_byte_ns: int | None = None
     received_bytes: int = 0
     output_end_ns: int | None = None
+    accepting_ns: int | None = None
+    """When the server's endpoint first accepted a connection (a network transport), or None;
+    the stdio transport has none."""
     input_refused_ns: int | None = None
     """When the server's input first refused bytes mcpstart wrote (it closed its stdin), or
     None; never set by mcpstart's own closing."""
@@ -156,6 +159,14 @@ class Transport(ABC):
     processes = None
     """The server's process set (tree.ProcessSet) where the transport spawned processes that
     can be read, else None (memory is then not measured)."""
+
+    framed_by_lines = True
+    """Messages are lines of a byte stream (stdio), so a silent server may be speaking
+    LSP-style framing (a diagnosis probes for it); False for HTTP."""
+
+    def silence(self) -> str:
+        """What a server that sent nothing at all did not send, for a timeout's cause."""
+        return "nothing at all on stdout"
 
     def clock(self) -> float:
         """Seconds of a monotonic clock; every wait of a session is timed by it (a scripted

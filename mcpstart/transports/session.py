@@ -532,9 +532,10 @@ class Session:
                       + ", answered -32601 (method not found: mcpstart declares no client "
                       "capabilities), and may be waiting on that")
         if self.transport.received_bytes == 0:
-            cause += " (nothing at all on stdout)"
+            cause += f" ({self.transport.silence()})"
             framing = _probe_lsp_framing(self.transport.fresh(),
-                                         min(timeout_s, self.waits.diagnosis_s * 2))
+                                         min(timeout_s, self.waits.diagnosis_s * 2)
+                                         ) if self.transport.framed_by_lines else None
             if framing:
                 return f"{cause}; a fresh process answered a Content-Length framed ping: {framing}"
         return self._with_stderr(cause)

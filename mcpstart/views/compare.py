@@ -10,12 +10,18 @@ from ..results import dig, is_floor
 from ..stats import is_number, mann_whitney_greater, smallest_p, summarize
 
 SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
-          "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms")
-"""Series with raw samples (milliseconds), tested with Mann-Whitney U on their ``samples``."""
+          "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms",
+          *(f"http.start_ms.{p}" for p in ("port", "initialize", "tools_list", "first_call",
+                                            "discover", "modern_first_call")),
+          "http.latency_ms", "http.session_ms",
+          *(f"http.load.{s}.latency_ms" for s in ("session", "calls", "rate")))
+"""Series with raw samples (milliseconds), tested with Mann-Whitney U on their ``samples``
+(a load scenario's: a seeded draw of its request times)."""
 
 SINGLES = ("memory.idle_rss_bytes", "memory.idle_pss_bytes", "memory.peak_rss_bytes_payload",
            "footprint.artifact_bytes", "footprint.dev_tree_bytes",
-           "footprint.dependency_count")
+           "footprint.dependency_count", "http.sessions_leak.bytes_per_session",
+           *(f"http.load.{s}.rps" for s in ("session", "calls", "rate")))
 """Single values per server: compared by ratio only ("no test")."""
 
 MIB = 1024 * 1024
@@ -201,13 +207,13 @@ def _drift(old_servers: dict, new_servers: dict, alpha: float, threshold_pct: fl
            notes: list) -> dict[str, float]:
     """metric -> the floor server's NEW/OLD median ratio, for each series in which the floor
     (in both files) is significantly slower: what the machine's drift alone explains."""
-    floor = next((n for n, row in old_servers.items() if is_floor(row) and n in new_servers),
-                 None)
-    if floor is None:
+    floors = [n for n, row in old_servers.items() if is_floor(row) and n in new_servers]
+    if not floors:
         notes.append(warn.no_floor())
         return {}
     drift = {}
-    for metric in SERIES:
+    for metric in SERIES:  # each series on the floor that has it (stdio's, or HTTP's)
+        floor = next((n for n in floors if _values(old_servers[n], metric)), floors[0])
         before, after = _values(old_servers[floor], metric), _values(new_servers[floor], metric)
         if before and after:
             row = _series_row(floor, metric, before, after, alpha, threshold_pct)
@@ -237,9 +243,11 @@ def _value(metric: str, value) -> str:
         return "-"
     if not is_number(value):
         return str(value)
-    if "_bytes" in metric:
+    if metric.endswith(".rps"):
+        return f"{value:.0f}/s"
+    if "_bytes" in metric or metric.endswith("bytes_per_session"):
         return f"{value / MIB:.2f} MiB"
-    if metric.endswith("_ms") or metric.startswith(("phases_ms", "modern_ms")):
+    if metric.endswith("_ms") or metric.startswith(("phases_ms", "modern_ms", "http.start_ms")):
         return f"{value:.2f} ms"
     return f"{value:g}"
 

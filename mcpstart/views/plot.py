@@ -5,8 +5,9 @@ touching pyplot's global state; ``save`` writes it as PNG or SVG.
 Charts: cold start per server (median bar, min-max whiskers, the floor server ``c`` as a
 horizontal line, log scale when the servers span more than 100x), memory per server (idle
 RSS stacked per process, and the peak RSS under the large call), footprint (artifact and
-dev tree), and the startup timeline (every server spawned at once, split into phases, with
-the clients' startup limits).
+dev tree), the startup timeline (every server spawned at once, split into phases, with
+the clients' startup limits), and HTTP load (requests/s and p95 per server, the engine's
+ceiling and the floor's p95 as lines).
 """
 
 from __future__ import annotations
@@ -208,11 +209,57 @@ def _timeline(ax, doc: dict) -> None:
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
+HTTP_SCENARIOS = (("calls", "calls on a session"), ("session", "a session per call"))
+
+
+def _http_data(doc: dict) -> list[tuple[str, dict[str, tuple[float | None, float | None]]]]:
+    """(name, {scenario: (requests/s, p95 ms)}) per server with load figures."""
+    out = []
+    for s in servers(doc):
+        figures = {scenario: (number_or_none(dig(s, f"http.load.{scenario}.rps")),
+                              number_or_none(dig(s, f"http.load.{scenario}.latency_ms.p95")))
+                   for scenario, _ in HTTP_SCENARIOS}
+        if any(rps is not None for rps, _ in figures.values()):
+            out.append((str(s.get("name")), figures))
+    return out
+
+
+def _http(ax, doc: dict) -> None:
+    """Requests/s per server and scenario (bars), p95 latency (markers, right axis), the
+    engine's ceiling (its requests/s against the HTTP floor) and the floor's p95 as lines."""
+    data = _http_data(doc)
+    names = [d[0] for d in data]
+    width = 0.38
+    p95_ax = ax.twinx()
+    colors = (IDLE, PEAK)
+    for k, ((scenario, title), color, marker) in enumerate(zip(HTTP_SCENARIOS, colors, "Ds")):
+        xs = [i + (k - 0.5) * width for i in range(len(names))]
+        ax.bar(xs, [d[1][scenario][0] or 0 for d in data], width, color=color,
+               label=f"requests/s, {title}")
+        p95_ax.plot(xs, [d[1][scenario][1] for d in data], marker, color="black",
+                    markeredgecolor="white", label=f"p95 (ms), {title}")
+    ceiling = dig(doc, "load_ceiling.load.calls.rps")
+    if number_or_none(ceiling) is not None:
+        ax.axhline(ceiling, color="gray", linestyle="--", linewidth=1,
+                   label=f"ceiling: the engine on {dig(doc, 'load_ceiling.server')}, "
+                         f"{ceiling:.0f}/s")
+    floor = dig(doc, "load_ceiling.load.calls.latency_ms.p95")
+    if number_or_none(floor) is not None:
+        p95_ax.axhline(floor, color="gray", linestyle=":", linewidth=1,
+                       label=f"floor p95: {fmt_ms(floor)} ms")
+    ax.set_xticks(range(len(names)), names)
+    p95_ax.set_ylabel("p95 latency (ms)")
+    p95_ax.set_ylim(bottom=0)
+    p95_ax.legend(fontsize=8, loc="upper right")
+    _per_server_axes(ax, "Under load: requests/s and p95 latency", "requests per second")
+
+
 CHARTS = {
     "cold-start": (_cold_start, lambda doc: bool(_cold_start_data(doc))),
     "memory": (_memory, lambda doc: bool(_memory_data(doc))),
     "footprint": (_footprint, lambda doc: bool(_footprint_data(doc))),
     "timeline": (_timeline, lambda doc: bool(_timeline_data(doc)[0])),
+    "http": (_http, lambda doc: bool(_http_data(doc))),
 }
 """Kind -> (draw on an Axes, whether the results can fill it)."""
 
@@ -268,7 +315,7 @@ def figure(results, kind: str | None = None):
         kinds = [kind]
     if not kinds:
         raise ValueError("nothing to plot: the results file has no server with measurements")
-    rows, cols = (2, 2) if len(kinds) == 4 else (1, len(kinds))
+    rows, cols = (2, 2) if len(kinds) == 4 else (2, 3) if len(kinds) > 4 else (1, len(kinds))
     fig = Figure(figsize=(7.5 * cols if cols < 3 else 6.5 * cols, 4.8 * rows), layout="constrained")
     FigureCanvasAgg(fig)
     for ax, name in zip(fig.subplots(rows, cols, squeeze=False).ravel(), kinds):

@@ -226,6 +226,94 @@ def _plain(render: Callable) -> Callable[[object, dict], str]:
     return lambda value, _s: render(value)
 
 
+def _http_initialize(value, s) -> str:
+    places = ms_decimals(number(value))
+    low, high = dig(s, "http.start_ms.initialize.ci_low"), dig(s, "http.start_ms.initialize.ci_high")
+    text = f"{value:.{places}f}"
+    if low is not None and high is not None:
+        text += f" [{number(low):.{places}f}, {number(high):.{places}f}]"
+    return text
+
+
+def _http_latency(value, s) -> str:
+    parts = [_or_dash(fmt_ms, dig(s, f"http.latency_ms.{k}")) for k in ("p50", "p95", "p99")]
+    n = dig(s, "http.latency_ms.n")
+    return " / ".join(parts) + ("" if n is None else f" (n={_count(n)})")
+
+
+def _leak(value, s) -> str:
+    before, after = dig(s, "http.sessions_leak.rss_before_bytes"), dig(s, "http.sessions_leak.rss_after_bytes")
+    n = dig(s, "http.sessions_leak.sessions")
+    return (f"{number(value) / KIB:.1f} KiB ({_or_dash(fmt_mib, before)} -> "
+            f"{_or_dash(fmt_mib, after)} MiB over {_or_dash(_count, n)})")
+
+
+def _load_rows(scenario: str, title: str) -> list[Row]:
+    """The rows of one load scenario: RPS beside the ceiling, latency, errors, usage."""
+    base = f"http.load.{scenario}"
+
+    def rps(value, s) -> str:
+        ceiling = dig(s, f"{base}.ceiling_rps")
+        users = dig(s, f"{base}.users")
+        return (f"{number(value):.0f}" + ("" if ceiling is None else f" (ceiling {number(ceiling):.0f})")
+                + ("" if users is None else f", {_count(users)} users"))
+
+    def latency(value, s) -> str:
+        return " / ".join(_or_dash(fmt_ms, dig(s, f"{base}.latency_ms.{k}"))
+                          for k in ("p50", "p95", "p99"))
+
+    def errors(value, s) -> str:
+        by_class = dig(s, f"{base}.errors.by_class") or {}
+        shown = ", ".join(f"{k} {_count(v)}" for k, v in by_class.items() if v)
+        flight = dig(s, f"{base}.in_flight_at_end")
+        return (_count(value) + (f" ({shown})" if shown else "")
+                + ("" if not flight else f"; {_count(flight)} in flight at the end"))
+
+    def usage(value, s) -> str:
+        rss, engine = dig(s, f"{base}.rss_bytes"), dig(s, f"{base}.engine_cpu_percent")
+        bound = dig(s, f"{base}.generator_bound")
+        return (f"{number(value):.0f}% / {_or_dash(fmt_mib, rss)}; engine "
+                f"{_or_dash(lambda v: f'{number(v):.0f}%', engine)}"
+                + (", bound" if bound is True else ", not bound" if bound is False else ""))
+
+    return [
+        Row(f"{base}.rps", f"load, {title}: requests/s", rps,
+            (f"{base}.ceiling_rps", f"{base}.users")),
+        Row(f"{base}.latency_ms.p50", f"load, {title}: latency p50 / p95 / p99 (ms)", latency,
+            (f"{base}.latency_ms.p95", f"{base}.latency_ms.p99")),
+        Row(f"{base}.errors.total", f"load, {title}: errors", errors,
+            (f"{base}.in_flight_at_end",)),
+        Row(f"{base}.cpu_percent", f"load, {title}: server CPU / peak RSS (MiB); engine CPU",
+            usage, (f"{base}.rss_bytes", f"{base}.engine_cpu_percent",
+                    f"{base}.generator_bound")),
+    ]
+
+
+HTTP_ROWS: list[Row] = [
+    Row("http.start_ms.port.median", "HTTP: port accepting from spawn, median (ms)",
+        _plain(fmt_ms)),
+    Row("http.start_ms.initialize.median", "HTTP cold start: initialize answered, median (ms)",
+        _http_initialize, ("http.start_ms.initialize.ci_low", "http.start_ms.initialize.ci_high")),
+    Row("http.start_ms.tools_list.median", "HTTP: tools/list answered from spawn, median (ms)",
+        _plain(fmt_ms)),
+    Row("http.start_ms.first_call.median", "HTTP: first tool call answered from spawn, median (ms)",
+        _plain(fmt_ms)),
+    Row("http.start_ms.discover.median", "HTTP, a 2026 client: discover from spawn, median (ms)",
+        _plain(fmt_ms)),
+    Row("http.start_ms.modern_first_call.median",
+        "HTTP, a 2026 client: stateless first call from spawn, median (ms)", _plain(fmt_ms)),
+    Row("http.latency_ms.p50", "HTTP warm latency p50 / p95 / p99 (ms, n)", _http_latency,
+        ("http.latency_ms.p95", "http.latency_ms.p99", "http.latency_ms.n")),
+    Row("http.session_ms.median", "HTTP full session (initialize .. DELETE), median (ms)",
+        _plain(fmt_ms)),
+    Row("http.sessions_leak.bytes_per_session", "HTTP memory kept per session (RSS before -> after)",
+        _leak, ("http.sessions_leak.rss_before_bytes", "http.sessions_leak.rss_after_bytes")),
+    *_load_rows("session", "a full session per iteration"),
+    *_load_rows("calls", "calls on a session"),
+    *_load_rows("rate", "fixed rate"),
+]
+
+
 ROWS: list[Row] = [
     Row("status", "status", _plain(_text)),
     Row("server_info", "server name/version", _server_info,
@@ -277,6 +365,7 @@ ROWS: list[Row] = [
     Row("footprint.tool_lines", "tool source lines", _plain(_count)),
     Row("footprint.build_s", "build time (s)", _build, ("footprint.build_cached",)),
     Row("footprint.debug_info", "debug info in artifact", _plain(_yes)),
+    *HTTP_ROWS,
     Row("shutdown", "shutdown", _shutdown, ("shutdown.how", "shutdown.ms")),
 ]
 ROW_BY_PATH = {row.path: row for row in ROWS}
@@ -538,6 +627,37 @@ def _server_notes(cols, rows: list[Row] | None) -> list[str]:
     return notes
 
 
+def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
+    """What the HTTP rows rest on, once, where they are shown: how the port is detected,
+    and how load was run (engine, bounds, cores, where latency comes from, the ceiling)."""
+    paths = {p for row in rows for p in row.paths}
+    notes = []
+    if any(p.startswith("http.start_ms.port") for p in paths) and any(
+            dig(s, "http.start_ms.port") is not None for d in docs for s in servers(d)):
+        notes.append("- HTTP port accepting: the first connect() to it that got through, tried "
+                     "again after each refusal at 2% of the time since the spawn (50 us to "
+                     "1 ms): late by at most that")
+    blocks = [b for d in docs for s in servers(d)
+              for b in (dig(s, "http.load") or []) if isinstance(b, dict)]
+    if blocks and any(p.startswith("http.load") for p in paths):
+        b = blocks[0]
+        cpus = b.get("pinned_cpus") if isinstance(b.get("pinned_cpus"), dict) else {}
+        ceiling = next((dig(d, "load_ceiling.server") for d in docs
+                        if dig(d, "load_ceiling.server")), None)
+        notes.append(
+            f"- load: {b.get('engine')} in its own process, {b.get('users')} users for "
+            f"{b.get('duration_s')} s per scenario, each request at most {b.get('timeout_s')} s "
+            "(a stall is a timeout error; requests in flight at the end finish and are counted); "
+            f"fixed rate: {dig(docs[0], 'settings.load_rate') or '?'} requests/s in all (Locust's constant_throughput, "
+            "paced users, not an open loop); server on CPU "
+            f"{cpus.get('server')}, engine on CPU {cpus.get('engine')} from their spawn; "
+            "latency from mcpstart's unrounded time of every request, errors included "
+            "(Locust's histogram rounds to whole ms under 100 ms); bound: the engine's CPU at "
+            "90% of its cores or more"
+            + (f"; ceiling: the same scenario against {ceiling} in this run" if ceiling else ""))
+    return notes
+
+
 def _startup(doc: dict, label: str | None) -> list[str]:
     """The startup-budget section: what starting every server at once costs."""
     startup = doc.get("startup")
@@ -638,6 +758,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
                         for doc, label in zip(docs, labels_))
     notes = [note.replace("\n", "\n  ") for note in _server_notes(cols, rows if metrics else None)]  # Markdown list item
+    notes += _http_notes(docs, rows)
     if not cols:
         notes.append("- this results file holds no servers" if not several
                      else "- these results files hold no servers")

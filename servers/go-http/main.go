@@ -5,6 +5,10 @@
 // (StreamableHTTPOptions.Stateless; docs/protocol.md, "Stateless Mode"), and the
 // handshake era with sessions only from a stateful one, so requests are routed by their
 // MCP-Protocol-Version header, which 2026-07-28 requests must carry.
+//
+// Both handlers raise StreamableHTTPOptions.MaxRequestBodyBytes from its 4 MiB default
+// (DefaultMaxRequestBodyBytes, answered 413) to 16 MiB, so the 5 MiB tool call the stdio
+// server takes is taken here too.
 package main
 
 import (
@@ -42,8 +46,9 @@ func main() {
 	}, ReverseText)
 
 	getServer := func(*http.Request) *mcp.Server { return server }
-	sessions := mcp.NewStreamableHTTPHandler(getServer, nil)
-	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true})
+	const maxBody = 16 << 20
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: maxBody})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: maxBody})
 	http.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("MCP-Protocol-Version") >= "2026-07-28" {
 			stateless.ServeHTTP(w, r)

@@ -1,5 +1,6 @@
-"""The cold-start series (handshake_ms) in hyperfine's shapes, so scripts written for
-hyperfine's ``--export-json/--export-csv/--export-markdown`` read mcpstart's.
+"""The cold-start series (handshake_ms; an HTTP server's http.start_ms.initialize) in
+hyperfine's shapes, so scripts written for hyperfine's
+``--export-json/--export-csv/--export-markdown`` read mcpstart's.
 
 hyperfine's shapes (github.com/sharkdp/hyperfine, src/export/ and
 src/benchmark/benchmark_result.rs, 1.x): JSON ``{"results": [{command, mean, stddev,
@@ -12,7 +13,7 @@ server's user and system CPU time: those are null (JSON) or empty (CSV); there a
 
 from __future__ import annotations
 
-from ...results import documents, number
+from ...results import dig, documents, number
 from ..table import columns
 
 
@@ -21,7 +22,7 @@ def series(results_list, labels=None) -> list[dict]:
     server's column header ("name", or "name (label)" for several files)."""
     out = []
     for header, _doc, _label, server in columns(documents(results_list), labels):
-        block = server.get("handshake_ms")
+        block = server.get("handshake_ms") or dig(server, "http.start_ms.initialize")
         try:
             seconds = {k: number(block[k]) / 1000 for k in ("mean", "median", "min", "max")}
             stdev = block.get("stdev")

@@ -4,12 +4,15 @@
 //! statelessly. TCP_NODELAY is set on each connection (axum's `ListenerExt::tap_io` example),
 //! as Go's net/http, Node's http and asyncio (under uvicorn) do by default: without it the
 //! SSE answer, written in several pieces, waits ~40 ms for the client's delayed ACK on a
-//! kept-alive connection.
+//! kept-alive connection. The config's max_request_body_bytes (4 MiB by default, answered
+//! 413) is raised to 16 MiB, so the 5 MiB tool call the stdio server takes is taken here too.
 use axum::serve::ListenerExt;
 use rmcp::{
     ServerHandler, handler::server::wrapper::Parameters, schemars, tool, tool_handler,
     tool_router,
-    transport::streamable_http_server::{StreamableHttpService, session::local::LocalSessionManager},
+    transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    },
 };
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -38,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
     let service = StreamableHttpService::new(
         || Ok(ReverseText),
         LocalSessionManager::default().into(),
-        Default::default(),
+        StreamableHttpServerConfig::default().with_max_request_body_bytes(16 << 20),
     );
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))

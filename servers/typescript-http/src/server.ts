@@ -4,7 +4,10 @@
 // transport per Mcp-Session-Id, routed by isLegacyRequest as docs/serving/legacy-clients.md
 // ("Keep a sessionful 2025 deployment running") and docs/serving/sessions-state-scaling.md
 // show. createMcpHandler alone would serve the handshake era statelessly: no session id,
-// and 405 for DELETE.
+// and 405 for DELETE. Every layer that reads a body (the node adapter, the modern handler,
+// isLegacyRequest, the sessionful transport) takes maxRequestBodySize, 4 MiB by default
+// (answered 413); each is raised to 16 MiB, so the 5 MiB tool call the stdio server takes
+// is taken here too.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -37,7 +40,8 @@ function createMcpServer(): McpServer {
     return server;
 }
 
-const modern = createMcpHandler(createMcpServer, { legacy: 'reject' });
+const maxRequestBodySize = 16 * 1024 * 1024;
+const modern = createMcpHandler(createMcpServer, { legacy: 'reject', maxRequestBodySize });
 const sessions = new Map<string, WebStandardStreamableHTTPServerTransport>();
 
 function jsonRpcError(status: number, code: number, message: string): Response {
@@ -55,6 +59,7 @@ async function legacy(request: Request): Promise<Response> {
         return jsonRpcError(400, -32000, 'Bad Request: Session ID required');
     }
     const transport = new WebStandardStreamableHTTPServerTransport({
+        maxRequestBodySize,
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: id => {
             sessions.set(id, transport);
@@ -69,11 +74,11 @@ async function legacy(request: Request): Promise<Response> {
 
 async function serve(request: Request): Promise<Response> {
     if (new URL(request.url).pathname !== '/mcp') return new Response('Not Found', { status: 404 });
-    return (await isLegacyRequest(request)) ? legacy(request) : modern.fetch(request);
+    return (await isLegacyRequest(request, undefined, { maxRequestBodySize })) ? legacy(request) : modern.fetch(request);
 }
 
 const { values } = parseArgs({ options: { port: { type: 'string' } } });
-const nodeHandler = toNodeHandler({ fetch: serve });
+const nodeHandler = toNodeHandler({ fetch: serve }, { maxRequestBodySize });
 const validateHost = localhostHostValidation();
 const validateOrigin = localhostOriginValidation();
 createServer((req, res) => {

@@ -1,0 +1,280 @@
+"""The Streamable HTTP servers of a run (transports/http.py), each step through the same
+probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (design.md
+``servers[].http``):
+
+1. cold starts in rounds (warm-ups, then counted runs; interleaved as the stdio ones):
+   ``start_ms.port`` (the port accepting: transports/http.py says how it is detected and at
+   what resolution), ``initialize``, ``tools_list``, ``first_call``, each cumulative from
+   the spawn (cold.cold_start);
+2. the revision matrix over HTTP (revisions.matrix: each probe a fresh server, the headers
+   of its era), into ``row.protocol`` as for stdio;
+3. the 2026-07-28 cold starts, each on a fresh spawn: ``start_ms.discover`` and
+   ``start_ms.modern_first_call`` (a stateless tools/call as the very first request);
+4. the tool session (warm.tool_session over HTTP: tools, idle memory, the large call,
+   round trips on one kept-alive connection); ``latency_ms`` is its round-trip series
+   with p99 and mean;
+5. ``session_ms`` and ``sessions_leak`` (http_sessions.py);
+6. load (load.py), the server pinned to its own core from its spawn, and the ceiling: the
+   same scenarios against the HTTP floor in this run (``ceiling_rps`` in every row's
+   blocks, ``results.load_ceiling``).
+
+A server already running (a URL) gets no start-up figures; its memory is read where its
+listener is a process of this machine. A step's failure fails the row (run._guard) and
+never loses what came before; errors under load are figures and a warning, not a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from .. import Progress, Step, warnings as warn
+from ..results import Results
+from ..stats import summarize
+from ..endpoint import Endpoint
+from ..transports.http import HttpTransport
+from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
+from . import load, revisions, spawn
+from .cold import cold_start, modern_start
+from .http_sessions import listener_processes, session_costs
+from .run import Server, _guard, _stats, run_order
+from .settings import Settings
+from .warm import tool_session
+
+START_PHASES = ("port", "initialize", "tools_list", "first_call")
+MODERN = {"discover": "discover", "first_call": "modern_first_call"}
+STDIO_BLOCKS = ("handshake_ms", "phases_ms", "modern_ms")
+
+
+def http_settings(server: Server, settings: Settings, cpus=None) -> Settings:
+    """``settings`` whose spawner makes ``server``'s HTTP transport (pinned to ``cpus``)."""
+    if server.url is not None:
+        return replace(settings, spawner=lambda _command: HttpTransport(
+            url=server.url, headers=server.headers))
+    return replace(settings, spawner=lambda command: HttpTransport(
+        command, headers=server.headers, cpus=cpus))
+
+
+def measure_http(servers: list[Server], ceiling: Server | None, settings: Settings,
+                 order: str, results: Results, progress: Progress,
+                 on_update: Callable[[Results], None]) -> None:
+    """Every step of the module doc for ``servers`` (measurable, transport "http"), the
+    results rewritten after every round and server."""
+    for server in servers:
+        row = server.row
+        row.transport = "http"
+        row.http = {"endpoint": None, "start_ms": None, "latency_ms": None, "session_ms": None,
+                    "sessions_leak": None, "load": []}
+        for block in STDIO_BLOCKS:
+            row.skip_block(block, "an HTTP server: its start-up is http.start_ms")
+        if server.url is not None:
+            row.command = {"url": server.url, "header_keys": sorted(server.headers)}
+            row.skip_block("http.start_ms", "a server already running (--url): no start-up")
+    spawned = [s for s in servers if s.command is not None]
+    _cold_rounds(spawned, settings, order, results, progress, on_update, "handshake")
+    for index, server in enumerate(servers, 1):
+        if _could_not_start(server):
+            continue
+        progress(Step(f"[{index}/{len(servers)}] {server.row.name}: revision matrix over HTTP",
+                      "matrix", server.row.name))
+        _guard(server, lambda s=server: _matrix(s, settings))
+    modern = [s for s in spawned if revisions.speaks_modern(s.row.protocol or {})]
+    _cold_rounds(modern, settings, order, results, progress, on_update, "modern")
+    for index, server in enumerate(servers, 1):
+        if _could_not_start(server):
+            continue
+        step = lambda text, n=server.row.name, i=index: progress(
+            Step(f"[{i}/{len(servers)}] {n}: {text}", "session", n))
+        _guard(server, lambda s=server: tool_session(s.command, http_settings(s, settings),
+                                                     s.row, s.skips, s.traffic, step))
+        _latency(server.row)
+        step(f"{settings.http_sessions} full sessions")
+        _guard(server, lambda s=server: _sessions(s, settings))
+        on_update(results)
+    if settings.load_s > 0:
+        _load_all(servers, ceiling, settings, results, progress, on_update)
+
+
+def _could_not_start(server: Server) -> bool:
+    """A spawned server none of whose cold starts got an initialize answer."""
+    return server.command is not None and not any(
+        run.get("handshake") is not None for run in server.runs)
+
+
+def _cold_rounds(servers: list[Server], settings: Settings, order: str, results: Results,
+                 progress: Progress, on_update: Callable[[Results], None], series: str) -> None:
+    """Warm-up and counted cold starts over HTTP of one ``series`` in ``order`` (as
+    run._cold_starts does for stdio); a server whose run fails keeps its samples and leaves
+    the later rounds."""
+    what = "HTTP cold start" if series == "handshake" else "HTTP 2026-07-28 cold start"
+    by_name = {s.row.name: s for s in servers}
+    sequence = run_order(list(by_name), settings.warmup + settings.runs, order, settings.seed)
+    for position, (round_, name) in enumerate(sequence):
+        server = by_name[name]
+        if server.stopped:
+            continue
+        warmup = round_ < settings.warmup
+        label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
+                 else f"run {round_ - settings.warmup + 1}/{settings.runs}")
+        progress(Step(f"{name}: {what} {label}", "cold start", name, position, len(sequence)))
+        results.run_sequence.append({"series": f"http_{series}", "round": round_,
+                                     "server": name, "warmup": warmup})
+        one = _one_run if series == "handshake" else _modern_run
+        if not _guard(server, lambda: one(server, settings, warmup), f"{what} {label}: "):
+            server.stopped = True
+        _summarize(server)
+        if position + 1 == len(sequence):
+            on_update(results)
+
+
+def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
+    sample = cold_start(server.command, http_settings(server, settings), server.skips,
+                        server.before_spawn)
+    sample["warmup"] = warmup
+    server.runs.append(sample)
+    server.traffic.merge(sample["traffic"])
+    server.row.orphans += sample["shutdown"].orphans
+
+
+def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
+    """server/discover, and a stateless tools/call, each the first request of a fresh
+    spawn (2026-07-28: no initialize, the ``_meta`` envelope and its headers)."""
+    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
+    call = settings.call or ToolCall()
+    firsts = {"discover": modern_request("server/discover")}
+    if listing and listing.find(call.name):
+        firsts["first_call"] = modern_request("tools/call", call.params(SMALL_TEXT))
+    for series, request in firsts.items():
+        if series in server.skips:
+            continue
+        what = "server/discover" if series == "discover" else f"tools/call {call.name}"
+        ms, ended, traffic, error = modern_start(server.command, http_settings(server, settings),
+                                                 request, what, server.before_spawn)
+        if ended is not None:
+            server.row.orphans += ended.orphans
+            server.traffic.merge(traffic)
+        if error is not None:
+            server.skips.note(series, f"HTTP 2026-07-28 cold start ({series}): {error}")
+            continue
+        server.modern[series].append((ms, warmup))
+
+
+def _summarize(server: Server) -> None:
+    """The runs so far as ``http.start_ms`` stats blocks (rewritten after every run)."""
+    row, runs = server.row, server.runs
+    if not runs:
+        return
+    key = {"initialize": "handshake"}
+    start = {phase: _stats([(r[key.get(phase, phase)], r["warmup"]) for r in runs])
+             for phase in START_PHASES}
+    for series, name in MODERN.items():
+        start[name] = _stats(server.modern[series]) if server.modern[series] else None
+    row.http["start_ms"] = start
+    last = runs[-1]
+    row.protocol = row.protocol or {}
+    row.protocol["negotiated_revision"] = last.get("negotiated_revision")
+    row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
+
+
+def _matrix(server: Server, settings: Settings) -> None:
+    protocol, warnings = revisions.derive(revisions.matrix(server.command,
+                                                           http_settings(server, settings)))
+    server.row.protocol = {**(server.row.protocol or {}), **protocol}
+    server.row.warnings += warnings
+
+
+def _latency(row) -> None:
+    """``http.latency_ms`` from the tool session's round trips (one kept-alive connection,
+    one call in flight): ``{n, p50, p95, p99, mean, samples}``."""
+    samples = (row.round_trip_ms or {}).get("samples")
+    if not samples:
+        return
+    stats = summarize(samples)
+    cuts = load._percentiles(samples)
+    row.http["latency_ms"] = {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"],
+                              "p99": cuts["p99"] if stats["n"] >= 100 else None,
+                              "mean": stats["mean"], "samples": samples}
+
+
+def _sessions(server: Server, settings: Settings) -> None:
+    """Full sessions on one server (a fresh spawn, or the URL's): their cost and the memory
+    slope over them."""
+    first = initialize_request(settings.requested_revision)
+    with spawn.started([(server.command, first)], http_settings(server, settings),
+                       timed=False) as (session,):
+        session.wait(1, settings.timeout_s)
+        transport = session.transport
+        server.row.http["endpoint"] = transport.endpoint.url
+        processes = (transport.processes.scan() if transport.processes is not None
+                     else listener_processes(transport.endpoint))
+        costs, leak = session_costs(transport, settings, processes)
+    server.row.http["session_ms"], server.row.http["sessions_leak"] = costs, leak
+    if leak is None:
+        server.row.skip_block("http.sessions_leak", "the server's listener is not a process "
+                                                    "of this machine that mcpstart can read")
+
+
+def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
+              results: Results, progress: Progress,
+              on_update: Callable[[Results], None]) -> None:
+    """Each scenario on each server allowed load, and on the HTTP floor for the ceiling
+    (the floor's own row when it is one, else ``ceiling``)."""
+    if load.engine_version() is None:
+        for server in servers:
+            server.row.skip_block("http.load", "Locust is not installed (pip install "
+                                               "'mcpstart[http]')")
+        return
+    floor = next((s for s in servers if s.row.name == "c-http"), ceiling)
+    order = [s for s in servers if s is not floor] + ([floor] if floor else [])
+    for server in order:
+        if not server.load_allowed and server is not floor:
+            server.row.skip_block("http.load", "not a loopback address: load only with --url "
+                                               "and --load-s, never from a config")
+            continue
+        if server.row.status != "ok" or (server.command is not None and not server.runs
+                                         and server is not ceiling):
+            continue
+        if server.row.http is None:  # the ceiling's floor, not a row
+            server.row.http = {"load": []}
+        progress(Step(f"{server.row.name}: load, {len(load.SCENARIOS)} scenarios of "
+                      f"{settings.load_s:g} s", "load", server.row.name))
+        _guard(server, lambda s=server: _load(s, settings))
+        on_update(results)
+    if floor is not None and floor.row.http and floor.row.http.get("load"):
+        ceiling_rps = {b["scenario"]: b.get("rps") for b in floor.row.http["load"]}
+        results.load_ceiling = {"server": floor.row.name, "load": floor.row.http["load"]}
+        for server in servers:
+            for block in (server.row.http or {}).get("load") or []:
+                block["ceiling_rps"] = ceiling_rps.get(block["scenario"])
+    for server in servers:
+        blocks = (server.row.http or {}).get("load") or []
+        errors = {b["scenario"]: b["errors"]["total"] for b in blocks if b["errors"]["total"]}
+        if errors:
+            server.row.warnings.append(warn.load_errors(errors))
+        bound = [b["scenario"] for b in blocks if b.get("generator_bound")]
+        if bound:
+            server.row.warnings.append(warn.load_bound(bound))
+
+
+def _load(server: Server, settings: Settings) -> None:
+    """The scenarios against one server: spawned pinned to its own core from its spawn (a
+    URL's server as it runs), the engine on the others."""
+    server_cpus, engine_cpus = load.cores()
+    if server.url is not None:
+        server_cpus = None
+    first = initialize_request(settings.requested_revision)
+    blocks = []
+    with spawn.started([(server.command, first)],
+                       http_settings(server, settings, server_cpus), timed=False) as (session,):
+        session.wait(1, settings.timeout_s)
+        transport = session.transport
+        processes = (transport.processes.scan() if transport.processes is not None
+                     else listener_processes(transport.endpoint))
+        endpoint: Endpoint = transport.endpoint
+        for scenario in load.SCENARIOS:
+            try:
+                blocks.append(load.run_scenario(endpoint, scenario, settings, processes,
+                                                engine_cpus, server_cpus))
+            except load.LoadError as err:  # the engine's failure, not the server's
+                server.row.skip_block(f"http.load.{scenario}", str(err))
+            server.row.http["load"] = blocks

@@ -1,0 +1,115 @@
+"""What one full Streamable HTTP session costs, and whether sessions are freed: ``count``
+sessions in a row on one server, each POST initialize, POST notifications/initialized, POST
+tools/call, DELETE (2025-11-25, "Session Management"), on the kept-alive connection of
+the transport, one request in flight; the server's RSS read before the first and after every
+tenth of them, so memory a session never frees shows as a slope (bytes per session, least
+squares over the readings).
+
+WARMUP sessions run first, unrecorded, so that what a server allocates once (its first
+session's code paths, pools) is not counted as a leak.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import psutil
+
+from ..stats import summarize
+from ..endpoint import Endpoint, is_loopback
+from ..transports.http import HttpTransport
+from ..transports.session import Session
+from ..wire import SMALL_TEXT, ToolCall, client_info
+from .client import call_tool, initialize_result, tool_error
+from .settings import Settings
+
+WARMUP = 5
+READINGS = 10
+
+
+def listener_processes(endpoint: Endpoint) -> list[psutil.Process]:
+    """The process listening on ``endpoint``'s port on this machine, with its descendants:
+    [] for another host or when it cannot be found (another user's process)."""
+    if not is_loopback(endpoint.host):
+        return []
+    try:
+        found = [c.pid for c in psutil.net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == endpoint.port
+                 and c.pid]
+    except psutil.Error:
+        return []
+    procs = []
+    for pid in dict.fromkeys(found):
+        try:
+            proc = psutil.Process(pid)
+            procs += [proc, *proc.children(recursive=True)]
+        except psutil.Error:
+            continue
+    return procs
+
+
+def rss(processes: list[psutil.Process]) -> int | None:
+    """Summed RSS in bytes of ``processes`` still running; None when none is."""
+    total, seen = 0, False
+    for proc in processes:
+        try:
+            total += proc.memory_info().rss
+            seen = True
+        except psutil.Error:
+            continue
+    return total if seen else None
+
+
+def one_session(transport: HttpTransport, settings: Settings, call: ToolCall) -> tuple[float, int | None]:
+    """A full session on ``transport``: returns its ms (initialize sent to DELETE answered)
+    and the DELETE's HTTP status (405: the server keeps sessions until they expire).
+
+    Raises:
+        SessionError: a request got no usable answer, or the tool reported an error.
+    """
+    transport.new_session()
+    session = Session(transport, settings.waits)
+    start = transport.now_ns()
+    initialize_result(session.request("initialize", {
+        "protocolVersion": settings.requested_revision, "capabilities": {},
+        "clientInfo": client_info()}, settings.timeout_s))
+    session.notify("notifications/initialized")
+    outcome = call_tool(session, call, SMALL_TEXT, settings.timeout_s)
+    if outcome.is_error:
+        raise tool_error(call, outcome)
+    status = transport.end_session(settings.timeout_s)
+    return (transport.now_ns() - start) / 1e6, status
+
+
+def session_costs(transport: HttpTransport, settings: Settings,
+                  processes: list[psutil.Process]) -> tuple[dict, dict | None]:
+    """``settings.http_sessions`` full sessions (module doc). Returns ``(session_ms,
+    sessions_leak)``: a stats block in ms; ``{sessions, delete_status, rss_before_bytes,
+    rss_after_bytes, bytes_per_session, points: [[sessions, rss_bytes]]}``, None when the
+    server's processes cannot be read.
+
+    Raises:
+        SessionError: as ``one_session``; the sessions before it are lost with it.
+    """
+    call = settings.call or ToolCall()
+    count = settings.http_sessions
+    for _ in range(WARMUP):
+        one_session(transport, settings, call)
+    step = max(count // READINGS, 1)
+    points = [[0, rss(processes)]] if processes else []
+    times, statuses = [], set()
+    for n in range(1, count + 1):
+        ms, status = one_session(transport, settings, call)
+        times.append(ms)
+        statuses.add(status)
+        if processes and (n % step == 0 or n == count):
+            points.append([n, rss(processes)])
+    leak = None
+    points = [p for p in points if p[1] is not None]
+    if len(points) >= 2:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        slope = statistics.linear_regression(xs, ys).slope if len(set(xs)) > 1 else None
+        leak = {"sessions": count, "delete_status": sorted(s for s in statuses if s is not None),
+                "rss_before_bytes": ys[0], "rss_after_bytes": ys[-1],
+                "bytes_per_session": slope, "points": points}
+    return summarize(times), leak

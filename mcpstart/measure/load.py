@@ -1,0 +1,248 @@
+"""Bounded load on a Streamable HTTP server with Locust, run as a process of its own (Locust
+patches the process that imports it; mcpstart never imports it): one scenario per run of
+the engine (locust_mcp.py says what each does), the server's process tree and the engine
+sampled meanwhile.
+
+Bounds: ``settings.load_users`` users for ``settings.load_s`` seconds, every request at most
+``settings.load_timeout_s`` (a stall is a timeout error); requests in flight when the time
+is up finish or time out and are counted (``in_flight_at_end``); the engine's process is
+killed if it outlives its own bounds by 30 s. The engine runs on the CPUs it is given
+(``engine_cpus``: the calling thread's affinity while it is spawned, which it inherits).
+
+Figures: RPS (requests finished in the window / its length), latency percentiles from the
+pooled unrounded times of every finished request (errors included: a timeout counts its
+full wait), never an average of percentiles; Locust's own histogram is stored as it is
+(it rounds to whole ms under 100 ms, to 10 ms under 1 s), and a seeded draw of at most
+SAMPLES times is stored for compare. Errors by class; the server tree's CPU% (100 = one
+core) and RSS, and the engine's CPU%, sampled every SAMPLE_S. The engine is
+load-generator bound when its CPU reached BOUND of the cores it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from ..endpoint import Endpoint
+from ..transports.http import affinity
+from .settings import Settings
+
+SCENARIOS = ("session", "calls", "rate")
+ERROR_CLASSES = ("timeout", "http_4xx", "http_5xx", "connection", "protocol")
+SAMPLES = 100
+"""Latency times stored per scenario (a seeded random draw), enough for compare's exact
+test and small enough for it to stay fast."""
+SAMPLE_S = 0.25
+BOUND = 0.9
+"""The engine counts as saturated at 90% of its cores' time (Locust itself warns from 90%)."""
+START_S = 30.0
+"""How long the engine may take beyond its own bounds (start-up, writing) before it is
+killed."""
+LOCUSTFILE = Path(__file__).with_name("locust_mcp.py")
+
+
+class LoadError(Exception):
+    """The engine could not run (not installed, exited without its records)."""
+
+
+def engine_version() -> str | None:
+    """Locust's version where it is installed beside mcpstart, else None (no load)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("locust")
+    except PackageNotFoundError:
+        return None
+
+
+def cores() -> tuple[frozenset[int] | None, frozenset[int] | None]:
+    """``(server_cpus, engine_cpus)``: the first CPU mcpstart may use for the server, the rest
+    for the engine; (None, None) with fewer than two (nothing is pinned)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, None
+    return frozenset(cpus[:1]), frozenset(cpus[1:])
+
+
+def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings,
+                 processes: list[psutil.Process], engine_cpus: frozenset[int] | None,
+                 server_cpus: frozenset[int] | None = None) -> dict:
+    """One scenario against ``endpoint``; ``processes``: the server's (sampled; [] when not
+    on this machine). Returns the load block (design.md ``http.load[]``, module doc).
+
+    Raises:
+        LoadError: Locust is not installed, or its run left no records (its output's tail
+            quoted).
+    """
+    version = engine_version()
+    if version is None:
+        raise LoadError("Locust is not installed (pip install 'mcpstart[http]')")
+    users, duration, timeout = settings.load_users, settings.load_s, settings.load_timeout_s
+    with tempfile.TemporaryDirectory(prefix="mcpstart-load-") as folder:
+        config, output, log = (Path(folder) / n for n in ("config.json", "out.json", "log"))
+        config.write_text(json.dumps({
+            "host": endpoint.host, "port": endpoint.port, "path": endpoint.path,
+            "headers": dict(endpoint.headers), "scenario": scenario, "users": users,
+            "duration_s": duration, "timeout_s": timeout,
+            "rate_per_user": settings.load_rate / users, "output": str(output)}))
+        argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
+                "--users", str(users), "--spawn-rate", str(max(users, 1000)),
+                "--run-time", f"{int(duration + timeout) + 2}s", "--stop-timeout",
+                str(int(timeout) + 1), "--only-summary", "--loglevel", "ERROR",
+                "--host", endpoint.url]
+        samples: list[tuple] = []
+        with open(log, "wb") as out, affinity(engine_cpus):
+            engine = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, start_new_session=True,
+                                      env={**os.environ, "MCPSTART_LOAD": str(config)})
+        try:
+            sampler = _Sampler(processes, engine.pid, samples)
+            sampler.start()
+            try:
+                engine.wait(duration + timeout + START_S)
+            except subprocess.TimeoutExpired:
+                pass
+            finally:
+                sampler.stop()
+        finally:
+            _end(engine)
+        if not output.exists():
+            tail = log.read_bytes()[-1500:].decode("utf-8", "replace").strip()
+            raise LoadError(f"the load engine (Locust {version}) exited with "
+                            f"{engine.returncode} and no records; it said: {tail or 'nothing'}")
+        data = json.loads(output.read_text())
+    block = summarize(data, samples)
+    block.update(engine=f"locust {version}", scenario=scenario, users=users,
+                 duration_s=duration, timeout_s=timeout,
+                 rate=settings.load_rate if scenario == "rate" else None,
+                 pinned_cpus={"server": sorted(server_cpus) if server_cpus else None,
+                              "engine": sorted(engine_cpus) if engine_cpus else None},
+                 ceiling_rps=None)
+    engine_cores = len(engine_cpus) if engine_cpus else os.cpu_count() or 1
+    block["generator_bound"] = (block["engine_cpu_percent"] is not None
+                                and block["engine_cpu_percent"] >= BOUND * 100 * engine_cores)
+    return block
+
+
+def summarize(data: dict, samples: list[tuple]) -> dict:
+    """The figures of one run from the engine's records and mcpstart's samples (module doc):
+    ``{requests, rps, latency_ms: {n, p50, p95, p99, mean, samples, histogram, source},
+    by_request: {name: {n, p50, p95, p99, mean, errors}}, errors: {total, by_class,
+    examples}, in_flight_at_end, unfinished,
+    cpu_percent, rss_bytes, engine_cpu_percent, usage}``."""
+    start, deadline = data["window"]["start"], data["window"]["deadline"]
+    records = data["records"]
+    ends = [(r, r[1] + r[2] / 1000) for r in records]
+    done = [r for r, end in ends if start is not None and end <= deadline]
+    late = [r for r, end in ends if start is not None and end > deadline]
+    times = [r[2] for r in records]
+    by_class = {k: 0 for k in ERROR_CLASSES}
+    examples = {}
+    for r in records:
+        if r[3]:
+            by_class[r[3]] = by_class.get(r[3], 0) + 1
+            examples.setdefault(r[3], r[4])
+    unfinished = data["unfinished"]
+    by_class["timeout"] += len(unfinished)  # still waiting when the engine stopped
+    names = sorted({r[0] for r in records})
+    window = (deadline - start) if start is not None else None
+    used = [s for s in samples if start is not None and start <= s[0] <= deadline]
+    return {
+        "requests": len(records) + len(unfinished),
+        "rps": len(done) / window if window else None,
+        "latency_ms": {**_percentiles(times),
+                       "samples": random.Random(0).sample(times, min(SAMPLES, len(times))),
+                       "histogram": data["histogram"],
+                       "source": "mcpstart's unrounded time of every finished request "
+                                 "(Locust's histogram rounds to whole ms under 100 ms)"},
+        "by_request": {n: {**_percentiles([r[2] for r in records if r[0] == n]),
+                           "errors": sum(1 for r in records if r[0] == n and r[3])}
+                       for n in names},
+        "errors": {"total": sum(by_class.values()), "by_class": by_class,
+                   "examples": examples},
+        "in_flight_at_end": len(late) + len(unfinished), "unfinished": len(unfinished),
+        "cpu_percent": _rate(used, 1), "rss_bytes": max((s[2] for s in used), default=None),
+        "engine_cpu_percent": _rate(used, 3),
+        "usage": {"t_s": [round(s[0] - start, 3) for s in used],
+                  "server_cpu_s": [round(s[1], 4) for s in used],
+                  "rss_bytes": [s[2] for s in used], "engine_cpu_s": [round(s[3], 4) for s in used]},
+    }
+
+
+def _percentiles(values: list[float]) -> dict:
+    if not values:
+        return {"n": 0, "p50": None, "p95": None, "p99": None, "mean": None}
+    cuts = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 \
+        else [values[0]] * 99
+    return {"n": len(values), "p50": cuts[49], "p95": cuts[94], "p99": cuts[98],
+            "mean": statistics.fmean(values)}
+
+
+def _rate(samples: list[tuple], index: int) -> float | None:
+    """CPU% (100 = one core) of the CPU seconds at ``index`` over the samples' span."""
+    if len(samples) < 2 or samples[-1][0] <= samples[0][0]:
+        return None
+    return 100 * (samples[-1][index] - samples[0][index]) / (samples[-1][0] - samples[0][0])
+
+
+class _Sampler(threading.Thread):
+    """Every SAMPLE_S: (time.time(), the server tree's CPU seconds, its RSS, the engine's
+    CPU seconds). Reads only /proc (psutil); touches no pipe or socket of a session."""
+
+    def __init__(self, processes: list[psutil.Process], engine_pid: int, out: list):
+        super().__init__(daemon=True)
+        self.processes, self.out = processes, out
+        self.engine = psutil.Process(engine_pid)
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(SAMPLE_S):
+            cpu = rss = 0.0
+            for proc in self.processes:
+                try:
+                    times = proc.cpu_times()
+                    cpu += times.user + times.system
+                    rss += proc.memory_info().rss
+                except psutil.Error:
+                    continue
+            try:
+                times = self.engine.cpu_times()
+                engine = times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:
+                return
+            self.out.append((time.time(), cpu, int(rss), engine))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+
+def _end(engine: subprocess.Popen) -> None:
+    """The engine's process group ended: SIGTERM, then SIGKILL after 2 s (it started a
+    session of its own, so nothing else is signalled)."""
+    if engine.poll() is None:
+        for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(engine.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                engine.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    try:
+        os.killpg(engine.pid, signal.SIGKILL)  # anything it left in its group
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,232 @@
+"""The load engine's side of mcpstart's load runs: a locustfile, run by Locust only
+(``python -m locust -f locust_mcp.py``, load.py starts it), never imported by mcpstart or
+its tests: Locust patches the process that imports it (gevent's monkey patching).
+
+Its configuration is the JSON file that ``MCPSTART_LOAD`` names: ``{host, port, path,
+headers, scenario, users, duration_s, timeout_s, rate_per_user, output}``. Scenarios:
+- "session": a full session per iteration, as the k6 benchmark runs it: POST initialize,
+  POST notifications/initialized, POST tools/call, DELETE;
+- "calls": tools/call on one persistent session per user, one in flight per user;
+- "rate": the same calls paced at ``rate_per_user`` per user (Locust's
+  ``constant_throughput`` wait: a closed loop with a pace, not an open-loop arrival
+  process; a late answer delays that user's next call).
+
+Every request is bounded by ``timeout_s`` as a whole (gevent.Timeout: a stall or a trickle
+counts as a timeout error) and recorded unrounded (perf_counter) with its error class
+(timeout, http_4xx, http_5xx, connection, protocol) and fired as a Locust request event,
+so Locust's own histogram holds it too. Users start together once all are spawned; the
+window ends ``duration_s`` later: no request starts after it, those in flight finish (or
+time out) and are counted; then the runner quits. ``output`` gets the records.
+"""
+
+import json
+import os
+import time
+
+import gevent
+from geventhttpclient import HTTPClient
+from locust import User, constant, constant_throughput, events, task
+from locust.exception import StopUser
+
+from mcpstart.transports.sse import EventStream
+
+CONFIG = json.load(open(os.environ["MCPSTART_LOAD"], encoding="utf-8"))
+META = "io.modelcontextprotocol/"
+RECORDS: list = []
+"""[name, start (time.time), ms, class or None, detail or None] per finished request."""
+IN_FLIGHT: dict = {}
+WINDOW: dict = {"start": None, "deadline": None}
+ENVIRONMENT: dict = {}
+
+
+class Failed(Exception):
+    """A request that failed, with its error class."""
+
+    def __init__(self, klass: str, detail: str):
+        super().__init__(f"{klass}: {detail}")
+        self.klass, self.detail = klass, detail
+
+
+@events.init.add_listener
+def _init(environment, **_kw):
+    ENVIRONMENT["env"] = environment
+
+
+@events.spawning_complete.add_listener
+def _spawned(**_kw):
+    WINDOW["start"] = time.time()
+    WINDOW["deadline"] = WINDOW["start"] + CONFIG["duration_s"]
+    gevent.spawn_later(CONFIG["duration_s"], _quit)
+
+
+def _quit():
+    """At the window's end: once no request is in flight (at most timeout_s later), quit."""
+    last = WINDOW["deadline"] + CONFIG["timeout_s"] + 0.2
+    while IN_FLIGHT and time.time() < last:
+        gevent.sleep(0.01)
+    runner = ENVIRONMENT["env"].runner
+    if runner is not None:
+        runner.quit()
+
+
+@events.quitting.add_listener
+def _write(**_kw):
+    stats = ENVIRONMENT["env"].stats.total
+    with open(CONFIG["output"], "w", encoding="utf-8") as out:
+        json.dump({"window": WINDOW, "records": RECORDS,
+                   "unfinished": [[name, start] for name, start in IN_FLIGHT.values()],
+                   "histogram": {str(k): v for k, v in stats.response_times.items()},
+                   "locust_requests": stats.num_requests,
+                   "locust_failures": stats.num_failures}, out)
+
+
+def _message(body: bytes, content_type: str, rpc_id) -> dict:
+    """The JSON-RPC answer with ``rpc_id`` in a JSON body or an event stream."""
+    if content_type == "text/event-stream":
+        stream = EventStream()
+        bodies = [event.data for event in stream.feed(body + b"\n\n")]
+    else:
+        bodies = [body]
+    for data in bodies:
+        try:
+            message = json.loads(data)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("id") == rpc_id:
+            return message
+    raise Failed("protocol", f"no answer with id {rpc_id} in the {content_type or 'body'}")
+
+
+class McpUser(User):
+    """One user: its own keep-alive connection, one request in flight."""
+
+    wait_time = (constant_throughput(CONFIG["rate_per_user"]) if CONFIG["scenario"] == "rate"
+                 else constant(0))
+
+    def on_start(self):
+        self.http = self.client()
+        self.session, self.version, self.next_id = None, None, 1
+        while WINDOW["start"] is None:
+            gevent.sleep(0.005)
+
+    def on_stop(self):
+        self.http.close()
+
+    @staticmethod
+    def client() -> HTTPClient:
+        """A new kept-alive connection (its socket timeouts past timeout_s: the whole
+        request's bound is gevent.Timeout's)."""
+        return HTTPClient(CONFIG["host"], CONFIG["port"], concurrency=1,
+                          connection_timeout=CONFIG["timeout_s"] + 1,
+                          network_timeout=CONFIG["timeout_s"] + 1)
+
+    @task
+    def iteration(self):
+        if CONFIG["scenario"] == "session":
+            self.initialize()
+            self.notify()
+            self.call()
+            self.delete()
+        else:
+            if self.session is None:
+                self.initialize()
+            self.call()
+
+    # ----- the requests ------------------------------------------------------------------
+    def headers(self, extra: dict | None = None) -> dict:
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream", **CONFIG["headers"]}
+        if self.session:
+            headers["Mcp-Session-Id"] = self.session
+        if self.version:
+            headers["MCP-Protocol-Version"] = self.version
+        return {**headers, **(extra or {})}
+
+    def initialize(self):
+        self.session = self.version = None
+        params = {"protocolVersion": "2025-11-25", "capabilities": {},
+                  "clientInfo": {"name": "mcpstart-load", "version": "1"}}
+        result, headers = self.rpc("initialize", params)
+        self.session = headers.get("mcp-session-id")
+        self.version = result.get("protocolVersion") if isinstance(result, dict) else None
+
+    def notify(self):
+        body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.exchange("notifications/initialized", "POST", body.encode(), self.headers(), None)
+
+    def call(self):
+        text = "mcpstart load 16b"
+        result, _ = self.rpc("tools/call", {"name": "reverse_text", "arguments": {"text": text}})
+        content = result.get("content") if isinstance(result, dict) else None
+        said = "".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
+        if said != text[::-1]:
+            raise Failed("protocol", f"tools/call answered {said[:60]!r}")
+
+    def delete(self):
+        if self.session:
+            self.exchange("DELETE", "DELETE", b"", self.headers(), None)
+        self.session = self.version = None
+
+    def rpc(self, method: str, params: dict):
+        rpc_id, self.next_id = self.next_id, self.next_id + 1
+        body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params})
+        return self.exchange(method, "POST", body.encode(), self.headers(), rpc_id)
+
+    def exchange(self, name: str, method: str, body: bytes, headers: dict, rpc_id):
+        """One request: timed, bounded by timeout_s, classified, recorded and fired as a
+        Locust request event. Returns ``(result, headers)`` of a request's answer.
+
+        Raises:
+            StopUser: the window is over (nothing more starts).
+            Failed: it failed (already recorded); the iteration ends there.
+        """
+        if WINDOW["deadline"] is not None and time.time() >= WINDOW["deadline"]:
+            raise StopUser()
+        key, start, t0 = object(), time.time(), time.perf_counter()
+        IN_FLIGHT[key] = (name, start)
+        klass = detail = None
+        outcome = (None, {})
+        try:
+            with gevent.Timeout(CONFIG["timeout_s"], Failed("timeout", f"no answer within "
+                                                                    f"{CONFIG['timeout_s']:g} s")):
+                outcome = self.send(method, body, headers, rpc_id)
+        except Failed as err:
+            klass, detail = err.klass, err.detail
+        except TimeoutError as err:  # the socket's own timeout (set past timeout_s)
+            klass, detail = "timeout", f"{type(err).__name__}: {err}"
+        except OSError as err:  # refused, reset, closed
+            klass, detail = "connection", f"{type(err).__name__}: {err}"
+        except Exception as err:  # an HTTP answer that cannot be parsed
+            klass, detail = "protocol", f"{type(err).__name__}: {err}"
+        ms = (time.perf_counter() - t0) * 1000
+        IN_FLIGHT.pop(key, None)
+        RECORDS.append([name, start, ms, klass, detail])
+        ENVIRONMENT["env"].events.request.fire(
+            request_type=method, name=name, response_time=ms, response_length=0,
+            exception=Failed(klass, detail) if klass else None, context={})
+        if klass:
+            if klass in ("timeout", "connection"):
+                self.http.close()  # its connection is in an unknown state: a new one
+                self.http = self.client()
+            self.session = None if CONFIG["scenario"] != "session" else self.session
+            raise Failed(klass, detail)
+        return outcome
+
+    def send(self, method: str, body: bytes, headers: dict, rpc_id):
+        response = self.http.request(method, CONFIG["path"], body=body, headers=headers)
+        data = response.read()
+        status = response.status_code
+        if 400 <= status < 500:
+            raise Failed("http_4xx", f"HTTP {status}: {data[:120]!r}")
+        if status >= 500:
+            raise Failed("http_5xx", f"HTTP {status}: {data[:120]!r}")
+        answer_headers = {k.lower(): v for k, v in response.items()}
+        if rpc_id is None:
+            return None, answer_headers
+        content_type = str(answer_headers.get("content-type", "")).split(";")[0].strip()
+        message = _message(data, content_type, rpc_id)
+        if "error" in message:
+            error = message["error"] if isinstance(message["error"], dict) else {}
+            raise Failed("protocol", f"JSON-RPC error {error.get('code')}: "
+                                     f"{str(error.get('message'))[:120]}")
+        return message.get("result"), answer_headers

@@ -1,0 +1,846 @@
+"""The Streamable HTTP transport: a server that listens on a loopback port mcpstart gives it
+(``{port}`` in its argv), or one already running at a URL, reached with HTTP/1.1 POSTs whose
+answers become Frames for the session above (session.py works over it unchanged).
+
+What the MCP specification asks of a client, and where this module does it:
+- 2025-11-25, basic/transports, "Streamable HTTP": every JSON-RPC message is its own POST to
+  the MCP endpoint with ``Accept: application/json, text/event-stream``; a notification or
+  response is answered 202 with no body; a request with one JSON object or an SSE stream
+  that may carry the server's notifications and requests before the response (both read:
+  ``_finish`` and sse.EventStream); the ``Mcp-Session-Id`` the server sets on the
+  ``InitializeResult`` is sent on every later request and ended with DELETE (``shutdown``,
+  ``end_session``); ``MCP-Protocol-Version`` carries the negotiated revision on every request
+  after initialize.
+- 2026-07-28, basic/transports/streamable-http, "Request Metadata": a request whose
+  ``params._meta`` names ``io.modelcontextprotocol/protocolVersion`` (the stateless era: no
+  initialize, no session) carries ``MCP-Protocol-Version`` equal to it, ``Mcp-Method``, and
+  for tools/call, resources/read and prompts/get ``Mcp-Name`` (``params.name`` or
+  ``params.uri``), Base64-encoded as ``=?base64?...?=`` where it is not plain header-safe
+  ASCII ("Value Encoding"). ``Mcp-Param-*`` headers (``x-mcp-header`` in a tool's
+  inputSchema) are not sent: a tool that declares them is answered ``HeaderMismatch``.
+
+An HTTP error status is an answer too: a body that is the JSON-RPC error answer of the
+request passes as it is; anything else (plain text, an error with id null, no body) becomes
+an error answer to that request whose message starts "HTTP <status>", so a failure is
+evident at once and never waits for a timeout.
+
+The process side: the server is spawned as the stdio transport spawns (stdio.prepare's
+rules: resolved executable, environment built before the clock, a new session and process
+group), with its stdin a pipe kept open and its stdout and stderr in one unlinked file
+(never a pipe, which a server logging every request would fill while no one reads it, e.g.
+under load). ``cpus`` pins it from its spawn: the calling thread's CPU affinity is set
+around ``os.posix_spawn`` and the child inherits it (sched_setaffinity(2)). Shutdown: a
+DELETE of the session, the connections closed, then SIGTERM to its process set, SIGKILL
+after the grace (an HTTP server does not end at stdin EOF).
+
+The port counts as accepting once a connect() to it succeeds: mcpstart tries a
+non-blocking connect, and after a refusal (an RST, immediate on loopback) tries again after
+``retry_interval_s``: 2% of the time since the spawn, at least 50 us (plus the sleep's
+timer slack, 50 us) and at most 1 ms, so the figure is late by at most that interval (about
+0.1 ms for a 1 ms start, 1 ms for a 0.5 s one). The retries sleep rather than spin: a
+spinning client takes a core the starting server needs (measured on this 2-core machine
+under other work: the C floor listened after 4 ms instead of 1.5 ms). The connection that got through carries the first request.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import json
+import os
+import select
+import signal
+import socket
+import tempfile
+import time
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import h11
+
+from ..command import Command
+from ..endpoint import ENDPOINT, Endpoint
+from . import jsonrpc
+from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
+from .framing import MAX_LINE_BYTES
+from .sse import EventStream
+from .stdio import Prepared, _high_fd, rehearse, resolve
+from .tree import ProcessSet, spawned
+
+PORT = "{port}"
+"""The placeholder of a command's argv that becomes the port the server listens on."""
+ACCEPT = "application/json, text/event-stream"
+MAX_CONNECTIONS = 4
+"""Connections to one server at most: one carries the requests in turn; another opens only
+when every open one is busy (a reply to a server's request while its event stream is open,
+or a request still unanswered after its wait ended)."""
+RETRY_MIN_S, RETRY_MAX_S, RETRY_FRACTION = 50e-6, 1e-3, 0.02
+POLL_RESOLUTION_S = 1e-3
+"""poll(2) waits in whole milliseconds (Python rounds a shorter timeout up): a shorter wait
+(a connect retry) sleeps, then looks once more; the sleep overshoots by the timer slack
+(50 us), so the first retries come about every 0.1 ms."""
+READ_CHUNK = 1 << 16
+LOG_TAIL_BYTES = 2000
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+"""The methods whose ``Mcp-Name`` header mirrors a param (2026-07-28, "Standard Request
+Headers")."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now at ``host`` (the kernel's choice for port 0)."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def header_value(text: str) -> str:
+    """``text`` as an ``Mcp-Name`` / ``Mcp-Param-*`` value: as it is when it is visible ASCII
+    and spaces without leading or trailing whitespace, else ``=?base64?<UTF-8 Base64>?=``
+    (2026-07-28, "Value Encoding"; a plain value that looks like the sentinel is encoded
+    too)."""
+    plain = (text.isascii() and all(0x20 <= ord(c) < 0x7F for c in text)
+             and text == text.strip() and not (text.startswith("=?base64?")
+                                               and text.endswith("?=")))
+    return text if plain else f"=?base64?{base64.b64encode(text.encode()).decode()}?="
+
+
+def retry_interval_s(since_spawn_s: float) -> float:
+    """How long after a refused connect the next one is tried (module doc)."""
+    return min(max(since_spawn_s * RETRY_FRACTION, RETRY_MIN_S), RETRY_MAX_S)
+
+
+def with_port(command: Command, port: int) -> Command:
+    """``command`` with every ``{port}`` of its argv replaced by ``port``."""
+    return Command([a.replace(PORT, str(port)) for a in command.argv], command.cwd,
+                   command.env, command.base_env)
+
+
+@contextmanager
+def affinity(cpus: frozenset[int] | None):
+    """Within the block the calling thread runs on ``cpus`` (None: unchanged); what it
+    spawns meanwhile inherits them. The thread's own set is restored after."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@dataclass
+class _Exchange:
+    """One HTTP request and its answer as it arrives. ``kind``: "request", "notification",
+    "response" (a reply to a server's request), "delete" (the session's end) or "raw" (bytes
+    that are no JSON message); ``rpc_id``/``method``: the JSON-RPC request's."""
+
+    kind: str
+    body: bytes
+    headers: list[tuple[str, str]]
+    rpc_id: object = None
+    method: str | None = None
+    status: int | None = None
+    reason: str = ""
+    content_type: str = ""
+    stream: EventStream | None = None
+    buffer: bytearray = field(default_factory=bytearray)
+    named: bool = False
+    done: bool = False
+    session_id: str | None = None
+    retried: bool = False
+    prepared: tuple | None = None
+    """(a fresh connection's h11 state, the request's bytes), made before the clock for the
+    first request of a spawn."""
+
+
+class _Connection:
+    """One TCP connection with its HTTP/1.1 state (h11) and the exchange it carries."""
+
+    def __init__(self, sock: socket.socket, connecting: bool):
+        self.sock = sock
+        self.http = h11.Connection(h11.CLIENT)
+        self.connecting = connecting
+        self.exchange: _Exchange | None = None
+        self.out = bytearray()
+        self.closed = False
+        self.used = 0
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.sock.close()
+
+
+def _prepare(command: Command) -> tuple[Prepared, int]:
+    """The spawn made ready before the clock (stdio.prepare's rules), stdin a pipe, stdout and
+    stderr one unlinked file; returns it and the file's descriptor.
+
+    Raises:
+        SpawnError: as stdio.resolve.
+    """
+    env = command.environment()
+    path = resolve(command, env)
+    stdin_r, stdin_w = (_high_fd(fd) for fd in os.pipe())
+    fd, name = tempfile.mkstemp(prefix="mcpstart-http-server-", suffix=".log")
+    try:  # the child's writes go to the end, from stdout or stderr
+        child_log = _high_fd(os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
+    finally:
+        os.unlink(name)
+    log = _high_fd(fd)
+    encoded = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+    prepared = Prepared(os.fsencode(path), [os.fsencode(a) for a in command.argv], encoded,
+                        command.cwd, (stdin_r, child_log, child_log), (stdin_w, log, -1),
+                        [(os.POSIX_SPAWN_DUP2, stdin_r, 0), (os.POSIX_SPAWN_DUP2, child_log, 1),
+                         (os.POSIX_SPAWN_DUP2, child_log, 2)])
+    return prepared, log
+
+
+class HttpTransport(Transport):
+    """A server over Streamable HTTP: ``HttpTransport(command)`` spawns ``command`` with a free
+    loopback port in place of ``{port}`` (endpoint ``/mcp``); ``HttpTransport(url=...)``
+    speaks to a server already running (no process: memory and shutdown are not its own).
+    Not thread-safe: one thread drives it (base.Transport).
+
+    Attributes (besides base.Transport's):
+        endpoint: where the MCP endpoint is.
+        command: what is spawned (None for a URL).
+        pid: the spawned process, 0 before the spawn and for a URL.
+        accepting_ns: when the first connection got through.
+        session_id: the ``Mcp-Session-Id`` of the current handshake-era session, or None.
+        protocol_version: the revision ``initialize`` negotiated, sent as
+            ``MCP-Protocol-Version`` on later handshake-era requests.
+        http_notes: HTTP answers that were neither frames nor ``end_session``'s: a
+            notification or reply refused, ``[{what, status, body}]``.
+    """
+
+    def __init__(self, command: Command | None = None, *, url: str | None = None,
+                 headers: dict[str, str] | None = None, cpus: frozenset[int] | None = None):
+        """Everything but the process, before the clock.
+
+        Raises:
+            SpawnError: as stdio.resolve (the program or working directory is missing).
+            ValueError: a URL that is not http://HOST:PORT/PATH.
+        """
+        if (command is None) == (url is None):
+            raise ValueError("HttpTransport needs a command or a URL, not both")
+        self._spec = (command, url, headers, cpus)
+        self.cpus = cpus
+        self.command = None
+        if url is not None:
+            self.endpoint = Endpoint.parse(url, headers)
+            self.prepared, self._log = None, -1
+        else:
+            port = free_port()
+            self.command = with_port(command, port)
+            self.endpoint = Endpoint("127.0.0.1", port, ENDPOINT, tuple((headers or {}).items()))
+            self.prepared, self._log = _prepare(self.command)
+            self._stdin = self.prepared.parent_fds[0]
+            self._address = (socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", port))
+            self._spare = self._socket()
+        self.pid = 0
+        self.pidfd: int | None = None
+        self._processes: ProcessSet | None = None
+        self._exited_ns: int | None = None
+        self._exit_news = False  # the exit was seen and not yet reported by a wait
+        self._scanned_at_exit = False
+        self.accepting_ns: int | None = None
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.http_notes: list[dict] = []
+        self._connections: list[_Connection] = []
+        self._queue: deque[_Exchange] = deque()
+        self._frames: list[Frame] = []
+        self._retry_at: float | None = None
+        self._address = None
+        self._spare: socket.socket | None = None
+        self._refused: str | None = None
+
+    def fresh(self) -> "HttpTransport":
+        command, url, headers, cpus = self._spec
+        return HttpTransport(command, url=url, headers=headers, cpus=cpus)
+
+    @property
+    def processes(self) -> ProcessSet | None:
+        """The spawned server's processes (design.md), or None for a URL."""
+        if self.command is None or not self.pid:
+            return None
+        if self._processes is None:
+            self._processes = ProcessSet(self.pid)
+        return self._processes
+
+    # ----- start -----------------------------------------------------------------------
+    def start(self, first_message: bytes | None = None, wait_s: float = 0.0) -> None:
+        """Take the clock and spawn (pinned to ``cpus``), or for a URL just take the clock;
+        queue ``first_message``; with ``wait_s`` block until the port accepts a connection
+        (at most ``wait_s``) and send it at once.
+
+        Raises:
+            SpawnError: ``posix_spawn`` failed.
+        """
+        first = [self._exchange(line) for line in (first_message or b"").splitlines()
+                 if line.strip()]  # encoded before the clock
+        if first:
+            http = h11.Connection(h11.CLIENT)
+            first[0].prepared = (http, self._encode(http, first[0]))
+        if self.prepared is not None:
+            self._spawn()
+        else:
+            self.t0_ns = time.perf_counter_ns()
+        self._queue.extend(first)
+        self._assign()
+        if wait_s > 0:
+            deadline = time.monotonic() + wait_s
+            while self.accepting_ns is None and self._refused is None and \
+                    self._exited_ns is None and time.monotonic() < deadline:
+                self._pump(deadline)
+
+    def _spawn(self) -> None:
+        prepared = self.prepared
+        previous = os.getcwd() if prepared.cwd is not None else None
+        try:
+            if previous is not None:
+                os.chdir(prepared.cwd)
+            with affinity(self.cpus):
+                rehearse(prepared)
+                self.t0_ns = time.perf_counter_ns()
+                try:
+                    self.pid = prepared.spawn()
+                except OSError as err:
+                    self.close()
+                    raise SpawnError(err.errno, f"cannot start {os.fsdecode(prepared.argv[0])!r}"
+                                                f": {err.strerror or err}") from err
+            spawned(self.pid)
+            os.close(prepared.child_fds[0])
+            os.close(prepared.child_fds[1])
+        finally:
+            if previous is not None:
+                os.chdir(previous)
+        try:
+            self.pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    # ----- sending ---------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        """POST each JSON-RPC message of ``data`` (one per line, as the session frames them),
+        in order, with the headers its era asks for (module doc)."""
+        for line in data.splitlines():
+            if line.strip():
+                self._queue.append(self._exchange(line))
+        self._assign()
+
+    def _exchange(self, body: bytes) -> _Exchange:
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            return _Exchange("raw", body, self._headers(None, None))
+        method = message.get("method") if isinstance(message.get("method"), str) else None
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        kind = ("request" if method and "id" in message else
+                "notification" if method else "response")
+        return _Exchange(kind, body, self._headers(method, params), message.get("id"), method)
+
+    def _headers(self, method: str | None, params: dict | None) -> list[tuple[str, str]]:
+        headers = [("Content-Type", "application/json"), ("Accept", ACCEPT)]
+        meta = (params or {}).get("_meta")
+        modern = meta.get(META_VERSION) if isinstance(meta, dict) else None
+        if isinstance(modern, str):  # 2026-07-28: per-request metadata, no session
+            headers += [("MCP-Protocol-Version", modern), ("Mcp-Method", method or "")]
+            name = (params or {}).get(NAMED.get(method or "", ""))
+            if isinstance(name, str):
+                headers.append(("Mcp-Name", header_value(name)))
+        elif method != "initialize":
+            if self.protocol_version:
+                headers.append(("MCP-Protocol-Version", self.protocol_version))
+            if self.session_id:
+                headers.append(("Mcp-Session-Id", self.session_id))
+        return headers + list(self.endpoint.headers)
+
+    def end_input(self) -> None:
+        """Nothing to close before the end: HTTP has no input stream (shutdown ends the
+        session and the process)."""
+
+    def new_session(self) -> None:
+        """Forget the session: the next ``initialize`` opens another one on the same server
+        (a full session per iteration)."""
+        self.session_id = self.protocol_version = None
+
+    def end_session(self, timeout_s: float) -> int | None:
+        """DELETE the current session (2025-11-25, "Session Management") and wait for the
+        answer, at most ``timeout_s``. Returns its HTTP status (405: the server does not
+        let clients end sessions), or None when there is no session or no answer came."""
+        if self.session_id is None:
+            return None
+        exchange = _Exchange("delete", b"", [("Mcp-Session-Id", self.session_id),
+                                             *(([("MCP-Protocol-Version", self.protocol_version)]
+                                                if self.protocol_version else [])),
+                                             *self.endpoint.headers])
+        self.session_id = None
+        self._queue.append(exchange)
+        deadline = time.monotonic() + timeout_s
+        while not exchange.done and time.monotonic() < deadline and self._exited_ns is None:
+            self._pump(deadline)
+        return exchange.status if exchange.done else None
+
+    # ----- the connections -------------------------------------------------------------
+    def _assign(self) -> None:
+        """Give queued exchanges, in order, to idle connections; open one when none is idle
+        (the first, or another while every open one is busy, unless a notification still
+        awaits its 202: what follows it must not overtake it)."""
+        while self._queue:
+            self._connections = [c for c in self._connections if not c.closed]
+            conn = next((c for c in self._connections if c.exchange is None), None)
+            if conn is None:
+                busy_notice = any(c.exchange and c.exchange.kind == "notification"
+                                  and c.exchange.status is None for c in self._connections)
+                if len(self._connections) >= MAX_CONNECTIONS or busy_notice \
+                        or (self._connections and self._queue[0].kind == "notification"):
+                    return
+                conn = self._connect()
+                if conn is None:
+                    return
+            self._begin(conn, self._queue.popleft())
+
+    def _connect(self) -> _Connection | None:
+        """A new connection attempt, unless a refused one waits for its retry time. On
+        loopback the kernel settles a connect within the call (an RST, or the handshake), so
+        its outcome is looked at right away."""
+        if self._refused is not None or (self._retry_at is not None
+                                         and time.monotonic() < self._retry_at):
+            return None
+        self._retry_at = None
+        try:
+            sock, self._spare = self._spare or self._socket(), None
+        except OSError as err:
+            self._fail_queue(f"cannot reach {self.endpoint.url}: {err.strerror or err}")
+            return None
+        code = sock.connect_ex(self._address[4])
+        if code == errno.EINPROGRESS:
+            ready = select.poll()
+            ready.register(sock, select.POLLOUT)
+            if ready.poll(0):
+                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        at = time.perf_counter_ns()
+        if code not in (0, errno.EINPROGRESS):
+            sock.close()
+            self._on_refused(code)
+            return None
+        conn = _Connection(sock, connecting=code != 0)
+        if code == 0:
+            self._connected(conn, at)
+        self._connections.append(conn)
+        return conn
+
+    def _socket(self) -> socket.socket:
+        """A non-blocking TCP socket for the endpoint (TCP_NODELAY, as the SDKs' clients
+        set it), made before it is needed: before the clock, and after each refusal.
+
+        Raises:
+            OSError: the host does not resolve, or no socket can be made.
+        """
+        if self._address is None:
+            self._address = socket.getaddrinfo(self.endpoint.host, self.endpoint.port,
+                                               type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(self._address[0], socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def _on_refused(self, code: int) -> None:
+        """A connect that did not get through: a spawned server that is not listening yet is
+        tried again (module doc); a URL's server is not there, which fails what is queued."""
+        if self.command is not None and self.accepting_ns is None:
+            since = (time.perf_counter_ns() - self.t0_ns) / 1e9
+            self._retry_at = time.monotonic() + retry_interval_s(since)
+            self._spare = self._socket()
+            return
+        if self._process_exited(0.1):
+            return  # the server is gone: the session says how it ended
+        self._fail_queue(f"cannot connect to {self.endpoint.url}: {os.strerror(code)}")
+
+    def _connected(self, conn: _Connection, at_ns: int) -> None:
+        conn.connecting = False
+        if self.accepting_ns is None:
+            self.accepting_ns = at_ns
+
+    def _begin(self, conn: _Connection, exchange: _Exchange) -> None:
+        conn.exchange = exchange
+        conn.used += 1
+        if conn.used == 1 and exchange.prepared is not None:  # encoded before the clock
+            conn.http, data = exchange.prepared
+        else:
+            data = self._encode(conn.http, exchange)
+        conn.out += data
+        if not conn.connecting:
+            self._write(conn)
+
+    def _encode(self, http: h11.Connection, exchange: _Exchange) -> bytes:
+        """``exchange``'s request as bytes, through ``http``'s state."""
+        headers = [("Host", f"{self.endpoint.host}:{self.endpoint.port}"), *exchange.headers]
+        if exchange.kind == "delete":
+            request = h11.Request(method="DELETE", target=self.endpoint.path, headers=headers)
+            return http.send(request) + http.send(h11.EndOfMessage())
+        headers.append(("Content-Length", str(len(exchange.body))))
+        request = h11.Request(method="POST", target=self.endpoint.path, headers=headers)
+        return (http.send(request) + http.send(h11.Data(data=exchange.body))
+                + http.send(h11.EndOfMessage()))
+
+    def _write(self, conn: _Connection) -> None:
+        while conn.out:
+            try:
+                sent = conn.sock.send(conn.out)
+            except BlockingIOError:
+                return
+            except OSError as err:
+                self._lost(conn, f"the connection failed while sending: {err.strerror or err}")
+                return
+            del conn.out[:sent]
+
+    # ----- receiving -------------------------------------------------------------------
+    @property
+    def output_open(self) -> bool:
+        """False once the spawned process exited and none of its processes is left (a
+        launcher's child that serves on keeps it open); always True for a URL."""
+        if self.command is None or self._exited_ns is None:
+            return True
+        processes = self.processes
+        if not self._scanned_at_exit:  # the children it may have left serving
+            self._scanned_at_exit = True
+            processes.scan()
+        return bool(processes.alive())
+
+    def partial(self) -> bytes:
+        return b""
+
+    framed_by_lines = False
+
+    def silence(self) -> str:
+        """"nothing accepted a connection at URL" (its argv may not pass ``{port}`` on), or
+        "no byte of an HTTP answer"."""
+        if self.accepting_ns is None:
+            return f"nothing accepted a connection at {self.endpoint.url}"
+        return "no byte of an HTTP answer"
+
+    def receive(self, timeout_s: float, quiet_s: float | None = None) -> list[Frame]:
+        """Serve the connections for at most ``timeout_s``, returning as soon as frames came
+        (a JSON answer's body, or an event of an event stream), the process exited, or the
+        time ran out ([]). ``quiet_s`` has no use here: a frame is whole or not yet there.
+
+        Raises:
+            FrameTooLong: a body or event larger than framing.MAX_LINE_BYTES.
+        """
+        deadline = time.monotonic() + max(timeout_s, 0)
+        while not self._frames:
+            stop = self._pump(deadline)
+            if stop or time.monotonic() >= deadline:
+                break
+        frames, self._frames = self._frames, []
+        return frames
+
+    def _pump(self, deadline: float) -> bool:
+        """One wait: poll the connections and the process, handle what is ready. Returns
+        True when it saw the process exit (once)."""
+        self._assign()
+        poller = select.poll()
+        owners: dict[int, _Connection] = {}
+        for conn in self._connections:
+            mask = 0 if conn.connecting else select.POLLIN  # idle too: to see it closed
+            if conn.connecting or conn.out:
+                mask |= select.POLLOUT
+            if mask:
+                poller.register(conn.sock, mask)
+                owners[conn.sock.fileno()] = conn
+        if self.pidfd is not None and self._exited_ns is None:
+            poller.register(self.pidfd, select.POLLIN)
+        wait = deadline - time.monotonic()
+        if self._retry_at is not None:
+            wait = min(wait, self._retry_at - time.monotonic())
+        short = wait < POLL_RESOLUTION_S and not owners  # a retry's wait: no socket to watch
+        events = poller.poll(0 if short else max(wait, 0) * 1000)
+        if not events and short and wait > 0:  # poll(2) rounds up to whole ms
+            time.sleep(wait)  # not a spin: on 2 busy cores that takes the server's CPU
+            events = poller.poll(0)
+        woke = time.perf_counter_ns()
+        for fd, event in events:
+            conn = owners.get(fd)
+            if conn is None:
+                if fd == self.pidfd and self._exited_ns is None:
+                    self._exited_ns, self._exit_news = woke, True
+                continue
+            if conn.connecting:
+                self._finish_connect(conn, woke)
+            elif event & select.POLLOUT and conn.out:
+                self._write(conn)
+            if event & (select.POLLIN | select.POLLHUP | select.POLLERR) and not conn.connecting \
+                    and not conn.closed:
+                self._read(conn, woke)
+        self._connections = [c for c in self._connections if not c.closed]
+        stop, self._exit_news = self._exit_news, False
+        return stop
+
+    def _finish_connect(self, conn: _Connection, woke: int) -> None:
+        code = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            exchange = conn.exchange
+            conn.exchange = None
+            conn.close()
+            if exchange is not None:
+                self._queue.appendleft(exchange)
+            self._on_refused(code)
+            return
+        self._connected(conn, woke)
+        self._write(conn)
+
+    def _read(self, conn: _Connection, woke: int) -> None:
+        try:
+            chunk = conn.sock.recv(READ_CHUNK)
+        except BlockingIOError:
+            return
+        except OSError as err:
+            self._lost(conn, f"the connection failed: {err.strerror or err}")
+            return
+        if chunk:
+            if self.first_byte_ns is None:
+                self.first_byte_ns = woke
+            self.received_bytes += len(chunk)
+        conn.http.receive_data(chunk)
+        try:
+            self._events(conn, woke)
+        except h11.RemoteProtocolError as err:
+            self._lost(conn, f"the server's HTTP answer cannot be read: {err}")
+        if not chunk and not conn.closed:
+            self._lost(conn, "the server closed the connection before answering")
+
+    def _events(self, conn: _Connection, woke: int) -> None:
+        while not conn.closed:
+            event = conn.http.next_event()
+            if event is h11.NEED_DATA or event is h11.PAUSED:
+                return
+            exchange = conn.exchange
+            if isinstance(event, h11.Response):
+                headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
+                exchange.status, exchange.reason = event.status_code, event.reason.decode(
+                    "latin-1")
+                exchange.content_type = headers.get("content-type", "").split(";")[0].strip()
+                exchange.session_id = headers.get("mcp-session-id")
+                if exchange.content_type == "text/event-stream" and 200 <= event.status_code < 300:
+                    exchange.stream = EventStream()
+            elif isinstance(event, h11.Data):
+                self._body(exchange, bytes(event.data), woke)
+            elif isinstance(event, h11.EndOfMessage):
+                self._finish(exchange, woke)
+                conn.exchange = None
+                if conn.http.our_state is h11.DONE and conn.http.their_state is h11.DONE \
+                        and not conn.out:  # an early answer (413) leaves the body unsent
+                    conn.http.start_next_cycle()
+                else:
+                    conn.close()
+                return
+            elif isinstance(event, h11.ConnectionClosed):
+                self._lost(conn, "the server closed the connection before answering")
+                return
+
+    def _body(self, exchange: _Exchange, data: bytes, woke: int) -> None:
+        if exchange.stream is None:
+            exchange.buffer += data
+            if len(exchange.buffer) > MAX_LINE_BYTES:
+                raise FrameTooLong(f"an HTTP answer of more than {MAX_LINE_BYTES} bytes")
+            return
+        for event in exchange.stream.feed(data):
+            self._frame(exchange, event.data, woke)
+        if exchange.stream.pending_bytes > MAX_LINE_BYTES:
+            raise FrameTooLong(f"an event of more than {MAX_LINE_BYTES} bytes")
+
+    def _frame(self, exchange: _Exchange, data: bytes, woke: int) -> None:
+        if exchange.rpc_id is not None and jsonrpc.names_id(data, exchange.rpc_id):
+            exchange.named = True
+            if exchange.method == "initialize":
+                self._initialized(exchange, data)
+        self._frames.append(Frame(data, woke))
+
+    def _initialized(self, exchange: _Exchange, data: bytes) -> None:
+        """The session's id and negotiated revision from the initialize answer, for the
+        headers of what follows (2025-11-25, "Session Management", "Protocol Version
+        Header")."""
+        try:
+            result = json.loads(data).get("result")
+        except (ValueError, AttributeError):
+            return
+        if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+            self.protocol_version = result["protocolVersion"]
+            self.session_id = exchange.session_id
+
+    def _finish(self, exchange: _Exchange, woke: int) -> None:
+        """The exchange's answer is complete: its JSON body becomes a frame; an HTTP error,
+        an empty answer to a request or an event stream that ended without the answer
+        becomes an error answer (module doc)."""
+        exchange.done = True
+        status, body = exchange.status, bytes(exchange.buffer)
+        if exchange.kind == "delete":
+            return
+        ok = status is not None and 200 <= status < 300
+        if exchange.kind != "request":
+            if not ok:
+                self.http_notes.append({"what": exchange.method or exchange.kind,
+                                        "status": status, "body": jsonrpc.clip(body, 200)})
+            return
+        if ok and exchange.stream is not None:
+            if not exchange.named:
+                self._error_answer(exchange, woke, "the server ended its event stream without "
+                                                   "the answer")
+            return
+        if ok and body.strip():
+            self._frame(exchange, body, woke)
+            if exchange.named:
+                return
+        if not ok and jsonrpc.names_id(body, exchange.rpc_id):
+            self._frame(exchange, body, woke)  # the request's own JSON-RPC error answer
+            return
+        if ok and body.strip():
+            return  # a body that does not name the request: the session says what it is
+        self._error_answer(exchange, woke, None, body)
+
+    def _error_answer(self, exchange: _Exchange, woke: int, cause: str | None,
+                      body: bytes = b"") -> None:
+        """A JSON-RPC error answer to ``exchange``'s request that says what HTTP did."""
+        status = exchange.status
+        code, said = None, jsonrpc.clip(body.decode("utf-8", "replace").strip(), 300)
+        try:
+            error = json.loads(body).get("error")
+            if isinstance(error, dict):
+                code, said = error.get("code"), jsonrpc.clip(error.get("message"), 300)
+        except (ValueError, AttributeError):
+            pass
+        text = cause or (f"HTTP {status} {exchange.reason}".rstrip()
+                         + (f": {said}" if said else " with no body" if status != 202
+                            else " with no answer (a request needs one)"))
+        message = {"jsonrpc": "2.0", "id": exchange.rpc_id,
+                   "error": {"code": code, "message": text, "data": {"http_status": status}}}
+        self._frames.append(Frame(jsonrpc.json_bytes(message), woke))
+
+    def _lost(self, conn: _Connection, cause: str) -> None:
+        """A connection ended (or broke) mid-exchange: its request fails with ``cause``,
+        unless the server's process exited (the session then says how it ended)."""
+        exchange = conn.exchange
+        conn.exchange = None
+        conn.close()
+        if exchange is None or exchange.done:
+            return
+        if self._process_exited(0.1):
+            exchange.done = True
+            return
+        if exchange.status is None and conn.used > 1 and not exchange.retried:
+            exchange.retried = True  # a kept-alive connection the server had just closed
+            self._queue.appendleft(exchange)
+            return
+        exchange.done = True
+        if exchange.kind == "request" and not exchange.named:
+            self._error_answer(exchange, time.perf_counter_ns(), cause)
+        elif exchange.kind != "request":
+            self.http_notes.append({"what": exchange.method or exchange.kind, "status": None,
+                                    "body": cause})
+
+    def _process_exited(self, wait_s: float) -> bool:
+        """True when the spawned process exited (waiting at most ``wait_s`` for its pidfd:
+        a dying server closes its sockets just before it is gone)."""
+        if self.pidfd is None:
+            return False
+        if self._exited_ns is None and select.select([self.pidfd], [], [], wait_s)[0]:
+            self._exited_ns, self._exit_news = time.perf_counter_ns(), True
+        return self._exited_ns is not None
+
+    def _fail_queue(self, cause: str) -> None:
+        """Nothing can be sent: every queued request fails with ``cause`` at once."""
+        self._refused = cause
+        woke = time.perf_counter_ns()
+        while self._queue:
+            exchange = self._queue.popleft()
+            if exchange.kind == "request":
+                exchange.status = None
+                self._error_answer(exchange, woke, cause)
+
+    # ----- the process -----------------------------------------------------------------
+    def exit(self) -> Exit | None:
+        """How the spawned process ended, once it did (always None for a URL)."""
+        if self._exited_ns is None or not self.pid:
+            return None
+        processes = self.processes
+        others = bool(processes.alive())
+        code = processes.exited.get(self.pid, {}).get("exit_code")
+        return Exit(code, -code if code is not None and code < 0 else None, self._exited_ns,
+                    others)
+
+    def stderr_tail(self) -> str:
+        """The last ~2000 bytes the server wrote on stdout and stderr (one file)."""
+        if self._log < 0:
+            return ""
+        size = os.fstat(self._log).st_size
+        text = os.pread(self._log, LOG_TAIL_BYTES, max(size - LOG_TAIL_BYTES, 0))
+        return text.decode("utf-8", errors="replace")
+
+    def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
+        """End the session (DELETE, at most ``min(grace_s, 1)`` s), close the connections,
+        then end the spawned server: SIGTERM to its process set and wait ``grace_s``, SIGKILL
+        and wait ``kill_wait_s`` (default ``grace_s``). ``Ended.ms`` runs from the SIGTERM
+        to the last exit; ``how`` is "sigterm" for a server that ended on it, "closed" for a
+        URL (nothing of it is mcpstart's to end)."""
+        if self.session_id is not None and self._exited_ns is None:
+            self.end_session(min(grace_s, 1.0))
+        for conn in self._connections:
+            conn.close()
+        self._connections.clear()
+        self._queue.clear()
+        if self.command is None:
+            return Ended("closed", 0.0)
+        if not self.pid:
+            self.close()
+            return Ended("already_exited", 0.0)
+        processes = self.processes
+        alive = [p.pid for p in processes.scan()]
+        start = time.perf_counter_ns()
+        how, last = "already_exited", start if not alive else None
+        for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
+                                ("sigkill", signal.SIGKILL,
+                                 grace_s if kill_wait_s is None else kill_wait_s)):
+            if last is not None:
+                break
+            how = step
+            processes.signal(sig)
+            last = processes.wait_gone(wait)
+        end = last or time.perf_counter_ns()
+        orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
+                   for pid in alive if pid in processes.left_group]
+        exited = list(processes.exited.values())
+        processes.close()
+        self.close()
+        return Ended(how, (end - start) / 1e6, processes.exited.get(self.pid, {}).get("exit_code"),
+                     orphans, exited)
+
+    def close(self) -> None:
+        """Close the connections, the server's stdin, its log file and the pidfd (the
+        process itself is ``shutdown``'s); for a spawn that never happened, every pipe."""
+        for conn in self._connections:
+            conn.close()
+        self._connections.clear()
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+        if self.prepared is not None and not self.pid:
+            self.prepared.close()
+            self.prepared = None
+            self._log = -1
+            return
+        for name in ("_stdin", "_log"):
+            fd = getattr(self, name, -1)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None

@@ -1,0 +1,162 @@
+"""A Streamable HTTP MCP server for the tests (standard library only), with switches that make it
+answer the ways real servers do. Usage: fake_http_server.py --port PORT [--switch ...].
+
+POST /mcp takes one JSON-RPC message: initialize opens a session (Mcp-Session-Id), later
+handshake-era requests must name it (404 for an unknown one), notifications get 202, DELETE
+ends the session; a request whose params._meta names its revision is served statelessly
+once MCP-Protocol-Version, Mcp-Method and (tools/call) Mcp-Name match the body (else 400
+with -32020, HeaderMismatch). Answers are application/json, or with --sse an event stream
+(a priming event, a comment, a log notification, then the answer).
+"""
+
+import argparse
+import base64
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--sse", action="store_true", help="answer requests with an event stream")
+parser.add_argument("--start-delay", type=float, default=0, help="seconds before listening")
+parser.add_argument("--status", type=int, default=0, help="answer tools/call with this status")
+parser.add_argument("--slow", type=float, default=0, help="seconds before any tools/call answer")
+parser.add_argument("--slow-load", type=float, default=0,
+                    help="seconds before answering tools/call from the load engine (its agent)")
+parser.add_argument("--exit-on-call", action="store_true", help="exit 3 at tools/call")
+parser.add_argument("--no-answer-stream", action="store_true",
+                    help="end the event stream without the answer")
+args = parser.parse_args()
+
+SESSIONS: set[str] = set()
+LOCK = threading.Lock()
+META = "io.modelcontextprotocol/"
+VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
+
+
+def result_for(message: dict, modern: bool):
+    method, params = message.get("method"), message.get("params") or {}
+    if method == "initialize":
+        return {"protocolVersion": params.get("protocolVersion") if params.get(
+                    "protocolVersion") in VERSIONS[:4] else "2025-11-25",
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "fake-http", "version": "1"}}
+    if method == "server/discover":
+        return {"supportedVersions": VERSIONS, "capabilities": {"tools": {}}, "resultType": "complete",
+                "_meta": {f"{META}serverInfo": {"name": "fake-http", "version": "1"}}}
+    if method == "tools/list":
+        return {"tools": [{"name": "reverse_text", "description": "Reverse text.",
+                           "inputSchema": {"type": "object", "properties": {
+                               "text": {"type": "string"}}, "required": ["text"]}}]}
+    if method == "tools/call":
+        text = (params.get("arguments") or {}).get("text", "")
+        out = {"content": [{"type": "text", "text": text[::-1]}], "isError": False}
+        return {**out, "resultType": "complete"} if modern else out
+    if method == "ping":
+        return {}
+    return None
+
+
+def header_name(value: str) -> str:
+    if value.startswith("=?base64?") and value.endswith("?="):
+        return base64.b64decode(value[9:-2]).decode()
+    return value
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *_):  # a quiet server
+        pass
+
+    def reply(self, status: int, body: bytes = b"", kind: str = "application/json",
+              headers: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def error(self, status: int, rpc_id, code: int, message: str) -> None:
+        self.reply(status, json.dumps({"jsonrpc": "2.0", "id": rpc_id,
+                                       "error": {"code": code, "message": message}}).encode())
+
+    def do_DELETE(self):
+        sid = self.headers.get("Mcp-Session-Id")
+        with LOCK:
+            known = sid in SESSIONS
+            SESSIONS.discard(sid)
+        self.reply(204 if known else 404, b"", "text/plain")
+
+    def do_GET(self):
+        self.reply(405, b"", "text/plain")
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return self.error(400, None, -32700, "Parse error")
+        rpc_id, method = message.get("id"), message.get("method")
+        params = message.get("params") or {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        modern = f"{META}protocolVersion" in meta
+        headers = {}
+        if modern:
+            want = {"MCP-Protocol-Version": meta[f"{META}protocolVersion"], "Mcp-Method": method}
+            if method == "tools/call":
+                want["Mcp-Name"] = params.get("name")
+            for key, value in want.items():
+                got = self.headers.get(key)
+                if (header_name(got) if got and key == "Mcp-Name" else got) != value:
+                    return self.error(400, rpc_id, -32020, f"Header mismatch: {key} {got!r}")
+        elif method == "initialize":
+            sid = uuid.uuid4().hex
+            with LOCK:
+                SESSIONS.add(sid)
+            headers["Mcp-Session-Id"] = sid
+        else:
+            sid = self.headers.get("Mcp-Session-Id")
+            with LOCK:
+                known = sid in SESSIONS
+            if not known:
+                return self.error(404 if sid else 400, None, -32001, "Session not found")
+        if rpc_id is None:
+            return self.reply(202, b"", "text/plain")
+        if method == "tools/call":
+            if args.exit_on_call:
+                os._exit(3)
+            delay = args.slow
+            if args.slow_load and "gevent" in (self.headers.get("User-Agent") or ""):
+                delay = args.slow_load
+            if delay:
+                time.sleep(delay)
+            if args.status:
+                return self.reply(args.status, b"the tool broke", "text/plain")
+        result = result_for(message, modern)
+        answer = ({"jsonrpc": "2.0", "id": rpc_id, "result": result} if result is not None else
+                  {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32601,
+                                                             "message": "Method not found"}})
+        data = json.dumps(answer).encode()
+        if not args.sse:
+            return self.reply(200, data, headers=headers)
+        log = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": "working"}})
+        events = f"id: 1\r\ndata:\r\n\r\n: keep-alive\r\nevent: message\r\ndata: {log}\r\n\r\n"
+        if not args.no_answer_stream:
+            events += f"event: message\r\ndata: {data.decode()}\r\n\r\n"
+        self.reply(200, events.encode(), "text/event-stream", headers)
+
+
+if args.start_delay:
+    time.sleep(args.start_delay)
+server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+server.daemon_threads = True
+sys.stdout.write(f"listening on 127.0.0.1:{args.port}\n")
+sys.stdout.flush()
+server.serve_forever()

@@ -1,0 +1,223 @@
+"""The Streamable HTTP transport and what measures over it, against the fake HTTP server
+(tests/fakes/fake_http_server.py, a real process on a loopback port): JSON and event-stream
+answers both read, the session id and protocol headers kept, the 2026-07-28 headers, HTTP
+errors and exits acted on at once, load that times out counted as errors with the row ok,
+and no process left behind."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import fast, unavailable
+from mcpstart.command import Command
+from mcpstart.engine import job_for, measure
+from mcpstart.measure import load
+from mcpstart.measure.client import ProbeError, call_tool, initialize_result, list_tools
+from mcpstart.endpoint import Endpoint, is_loopback
+from mcpstart.transports.http import HttpTransport, header_value, retry_interval_s
+from mcpstart.transports.session import Exited, Session, SessionError
+from mcpstart.transports.sse import EventStream
+from mcpstart.views.table import table
+from mcpstart.wire import ToolCall, initialize_request, modern_request
+
+FAKE = Path(__file__).parent / "fakes" / "fake_http_server.py"
+WAITS = fast().waits
+
+
+def fake(*switches: str) -> Command:
+    return Command([sys.executable, str(FAKE), "--port", "{port}", *switches])
+
+
+def started(*switches: str, timeout_s: float = 10) -> Session:
+    session = Session.start(HttpTransport(fake(*switches)), initialize_request("2025-11-25"),
+                            wait_s=timeout_s, waits=WAITS)
+    session.wait(1, timeout_s)
+    return session
+
+
+def no_children() -> list:
+    return [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
+
+
+def test_event_stream_framing_follows_the_html_standard():
+    stream = EventStream()
+    assert stream.feed(b"id: 7\r\ndata:\r\n\r\n: keep-alive\r") == []  # priming: no event
+    assert stream.feed(b"\nevent: message\ndata: {\"a\"\ndata: :1}\r") == []
+    [event] = stream.feed(b"\r\n")  # the CR was half of a CRLF
+    assert (event.data, event.event, event.id, stream.comments) == (b'{"a"\n:1}', "message",
+                                                                     "7", 1)
+    assert stream.feed(b"data: cut off") == [] and stream.pending_bytes == 13
+
+
+def test_header_values_and_the_port_retry_rule():
+    assert header_value("reverse_text") == "reverse_text"
+    assert header_value("Hello, 世界") == "=?base64?SGVsbG8sIOS4lueVjA==?="
+    assert header_value(" padded ") == "=?base64?IHBhZGRlZCA=?="
+    assert header_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+    assert (retry_interval_s(0), retry_interval_s(0.01), retry_interval_s(5)) == (50e-6, 2e-4, 1e-3)
+    assert is_loopback("127.0.0.9") and is_loopback("::1") and not is_loopback("10.0.0.1")
+    assert Endpoint.parse("http://localhost:8080/x?y=1").path == "/x?y=1"
+    with pytest.raises(ValueError, match="https"):
+        Endpoint.parse("https://example.com/mcp")
+
+
+@pytest.mark.parametrize("switches", [(), ("--sse",)], ids=["json", "event-stream"])
+def test_json_and_event_stream_answers_both_read(switches):
+    session = started(*switches)
+    transport = session.transport
+    try:
+        assert transport.session_id and transport.protocol_version == "2025-11-25"
+        assert 0 < (transport.accepting_ns - transport.t0_ns) / 1e6 < 10_000
+        session.notify("notifications/initialized")
+        listing = list_tools(session, 5)
+        assert [t["name"] for t in listing.tools] == ["reverse_text"]
+        outcome = call_tool(session, ToolCall(), "abc\u00e9", 5)
+        assert outcome.text == "\u00e9cba"
+        if switches:  # the stream's log notification before the answer was recorded
+            assert session.traffic.notifications["notifications/message"] == 3
+        assert transport.end_session(5) == 204 and transport.session_id is None
+    finally:
+        ended = session.shutdown()
+    assert ended.how == "sigterm" and not no_children()
+
+
+def test_a_stateless_call_carries_the_2026_headers():
+    transport = HttpTransport(fake())
+    request = modern_request("tools/call", ToolCall().params("xyz"))
+    session = Session.start(transport, request, wait_s=10, waits=WAITS)
+    try:
+        answer = session.wait(1, 10).message
+        assert answer["result"]["content"][0]["text"] == "zyx", answer  # else -32020
+        assert transport.session_id is None
+    finally:
+        session.shutdown()
+
+
+def test_an_http_error_status_fails_the_call_at_once():
+    session = started("--status", "500")
+    try:
+        begun = time.monotonic()
+        with pytest.raises(ProbeError, match="HTTP 500 Internal Server Error: the tool broke"):
+            call_tool(session, ToolCall(), "abc", 30)
+        assert time.monotonic() - begun < 2
+    finally:
+        session.shutdown()
+
+
+def test_an_event_stream_that_ends_without_the_answer_fails_at_once():
+    session = Session.start(HttpTransport(fake("--sse", "--no-answer-stream")),
+                            initialize_request("2025-11-25"), wait_s=10, waits=WAITS)
+    try:
+        begun = time.monotonic()
+        with pytest.raises(ProbeError, match="ended its event stream without the answer"):
+            initialize_result(session.wait(1, 30))
+        assert time.monotonic() - begun < 2
+    finally:
+        session.shutdown()
+
+
+def test_an_exit_before_answering_is_said_with_its_code():
+    session = started("--exit-on-call")
+    try:
+        begun = time.monotonic()
+        with pytest.raises(Exited, match="exited with code 3"):
+            call_tool(session, ToolCall(), "abc", 30)
+        assert time.monotonic() - begun < 2
+    finally:
+        session.shutdown()
+
+
+def test_a_server_that_is_slow_to_listen_is_waited_for():
+    session = started("--start-delay", "0.3")
+    try:
+        assert (session.transport.accepting_ns - session.transport.t0_ns) / 1e6 > 300
+    finally:
+        session.shutdown()
+
+
+def test_load_on_a_server_answering_after_10_s_counts_timeouts_and_the_row_stays_ok(tmp_path):
+    if load.engine_version() is None:
+        unavailable("Locust is not installed (pip install 'mcpstart[http]')")
+    settings = fast(runs=1, warmup=0, round_trips=3, payload_bytes=1000, http_sessions=2,
+                    load_s=1.0, load_users=2, load_timeout_s=0.5, load_rate=4.0,
+                    transport="http")
+    options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
+               "recipes_dir": None, "output": tmp_path / "r.json", "load_seconds": 1.0}
+    command = ("python3", str(FAKE), "--port", "{port}", "--slow-load", "10")
+    job = job_for(command, options, settings, ["mcpstart"], lambda _: None, name="slow")
+    job.plan.ceiling = None  # the HTTP floor's build is the e2e tier's
+    begun = time.monotonic()
+    outcome = measure(job)
+    [row] = outcome.results.to_dict()["servers"]
+    assert row["status"] == "ok", row["reason"]
+    blocks = {b["scenario"]: b for b in row["http"]["load"]}
+    assert set(blocks) == set(load.SCENARIOS)
+    for block in blocks.values():
+        assert isinstance(block["generator_bound"], bool)
+        assert block["errors"]["by_class"]["timeout"] >= 1
+        assert block["errors"]["total"] == block["errors"]["by_class"]["timeout"]
+        calls = block["by_request"]["tools/call"]
+        assert calls["n"] >= 1 and calls["errors"] == calls["n"]  # never a success
+        assert calls["p50"] >= 500
+    assert any(w["kind"] == "load_errors" for w in row["warnings"])
+    assert "load, calls on a session: errors" in table(outcome.results)
+    assert time.monotonic() - begun < 60
+    assert not no_children()
+    json.loads((tmp_path / "r.json").read_text())
+
+
+def test_a_url_is_loaded_only_on_loopback_or_when_the_user_asks(tmp_path):
+    from mcpstart.targets.configs import load_config
+    from mcpstart.targets.plan import make_plan
+
+    def plan(url, named):
+        return make_plan((), (), (), None, None, None, (), False, lambda: tmp_path,
+                         transport="http", url=url, load=True, load_named=named)
+    assert plan("http://127.0.0.1:9/mcp", False).targets[0].load_allowed
+    assert not plan("http://192.0.2.1:9/mcp", False).targets[0].load_allowed
+    assert plan("http://192.0.2.1:9/mcp", True).targets[0].load_allowed
+    config = tmp_path / ".cursor" / "mcp.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"mcpServers": {
+        "near": {"url": "http://localhost:7/mcp", "headers": {"Authorization": "Bearer t0ken"}},
+        "far": {"url": "http://192.0.2.1/mcp"}}}))
+    assert [s.name for s in load_config(config).skipped] == ["near", "far"]
+    near, far = load_config(config, remote=True).targets
+    assert (near.url, near.headers, near.load_allowed, near.transport) == (
+        "http://localhost:7/mcp", {"Authorization": "Bearer t0ken"}, True, "http")
+    assert "Bearer t0ken" in near.secrets and not far.load_allowed
+
+
+def test_load_figures_count_every_request_in_flight_at_the_end():
+    data = {"window": {"start": 100.0, "deadline": 101.0}, "histogram": {"1": 3},
+            "records": [["tools/call", 100.1, 2.0, None, None],
+                        ["tools/call", 100.2, 4.0, "http_5xx", "HTTP 500: b'x'"],
+                        ["tools/call", 100.95, 500.0, "timeout", "no answer within 0.5 s"]],
+            "unfinished": [["tools/call", 100.99]]}
+    samples = [(100.0, 0.0, 1000, 0.0), (101.0, 0.5, 3000, 0.9)]
+    block = load.summarize(data, samples)
+    assert block["requests"] == 4 and block["rps"] == 2.0  # two finished inside the window
+    assert block["in_flight_at_end"] == 2 and block["unfinished"] == 1
+    assert block["errors"]["by_class"] == {"timeout": 2, "http_4xx": 0, "http_5xx": 1,
+                                           "connection": 0, "protocol": 0}
+    assert block["errors"]["total"] == 3 and block["by_request"]["tools/call"]["errors"] == 2
+    assert (block["cpu_percent"], block["engine_cpu_percent"], block["rss_bytes"]) == (
+        50.0, 90.0, 3000)
+    assert block["latency_ms"]["p50"] == 4.0 and block["latency_ms"]["histogram"] == {"1": 3}
+
+
+def test_a_command_that_never_listens_is_said_so():
+    command = Command([sys.executable, "-c", "import time; time.sleep(30)", "{port}"])
+    session = Session.start(HttpTransport(command), initialize_request("2025-11-25"),
+                            waits=WAITS)
+    try:
+        with pytest.raises(SessionError, match=r"within 0.3 s \(nothing accepted a connection "
+                                               r"at http://127.0.0.1:\d+/mcp\)"):
+            session.wait(1, 0.3)
+    finally:
+        session.shutdown()
+    assert not no_children()
