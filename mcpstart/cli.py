@@ -213,7 +213,7 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
     opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
-        help="Startup limits for an all-at-once start (default for several named: 10,30,60)."),
+        help="Startup limits for an all-at-once start (default for several named: 3,10,30,60)."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
