@@ -50,6 +50,9 @@ class ServerResult:
     shutdown: dict | None = None
     page_cache: dict | None = None
     traffic: dict | None = None
+    launcher: dict | None = None
+    dual_era: dict | None = None
+    caching: dict | None = None
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 
