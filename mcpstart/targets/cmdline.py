@@ -250,6 +250,29 @@ def process_label(cmdline: list[str], name: str = "") -> str:
     return _cut(program)
 
 
+_LAUNCHER_SCRIPTS = {"npx-cli.js": "npx", "npm-cli.js": "npm", "pnpm.cjs": "pnpm",
+                     "pnpm.js": "pnpm", "pipx": "pipx", "uvx": "uvx"}
+"""Scripts of the package runners as an interpreter runs them ("node .../npx-cli.js")."""
+
+
+def launcher_of(cmdline: list[str]) -> str | None:
+    """The known launcher a command line runs, or None: a package runner of server_name's
+    list ("npx", "npm exec", "pnpm dlx", "bunx", "uvx", "uv tool run", "pipx run" ...), also
+    through an interpreter running the runner's script ("node .../npx-cli.js -y pkg" is
+    npx), or a shell running a command string ("sh -c")."""
+    if not cmdline:
+        return None
+    words = [_program(cmdline[0]), *cmdline[1:]]
+    if _INTERPRETERS.match(words[0]) and len(words) > 1 and \
+            _program(words[1]) in _LAUNCHER_SCRIPTS:
+        words = [_LAUNCHER_SCRIPTS[_program(words[1])], *words[2:]]
+    for launcher in _RUNNERS:
+        if tuple(words[:len(launcher)]) == launcher:
+            return " ".join(launcher)
+    if words[0] in _SHELLS and len(words) > 2 and words[1] == "-c":
+        return f"{words[0]} -c"
+    return None
+
 def _script(path: str) -> str:
     """A script as a label names it: the npm package it belongs to, else its file name."""
     parts = path.replace("\\", "/").split("/")
