@@ -258,14 +258,15 @@ _LAUNCHER_SCRIPTS = {"npx-cli.js": "npx", "npm-cli.js": "npm", "pnpm.cjs": "pnpm
 def launcher_of(cmdline: list[str]) -> str | None:
     """The known launcher a command line runs, or None: a package runner of server_name's
     list ("npx", "npm exec", "pnpm dlx", "bunx", "uvx", "uv tool run", "pipx run" ...), also
-    through an interpreter running the runner's script ("node .../npx-cli.js -y pkg" is
-    npx), or a shell running a command string ("sh -c")."""
+    through an interpreter running the runner's script ("node .../npx-cli.js -y pkg" and
+    "node /usr/bin/npx -y pkg" are npx), or a shell running a command string ("sh -c")."""
     if not cmdline:
         return None
     words = [_program(cmdline[0]), *cmdline[1:]]
-    if _INTERPRETERS.match(words[0]) and len(words) > 1 and \
-            _program(words[1]) in _LAUNCHER_SCRIPTS:
-        words = [_LAUNCHER_SCRIPTS[_program(words[1])], *words[2:]]
+    script = _program(words[1]) if len(words) > 1 else ""
+    if _INTERPRETERS.match(words[0]) and (script in _LAUNCHER_SCRIPTS
+                                          or script in {r[0] for r in _RUNNERS}):
+        words = [_LAUNCHER_SCRIPTS.get(script, script), *words[2:]]
     for launcher in _RUNNERS:
         if tuple(words[:len(launcher)]) == launcher:
             return " ".join(launcher)
