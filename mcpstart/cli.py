@@ -214,6 +214,10 @@ def build(names, rebuild, recipes_dir, cache_dir, require_all, quiet) -> None:
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
         help="Startup limits for an all-at-once start (default for several named: 3,10,30,60)."),
+    opt("--sessions", type=click.IntRange(2, 64), metavar="N",
+        help="Also start N copies of every server at once, as N editor sessions do."),
+    opt("--fallback-timeout", "fallback_timeout_s", type=SECONDS, check=FINITE_S,
+        help="Seconds a dual-era client waits for server/discover (default 10, as the SDKs)."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

@@ -85,11 +85,13 @@ def run_order(names: list[str], rounds: int, order: str, seed: int) -> list[tupl
 def measure(servers: list[Server], settings: Settings, argv: list[str],
             toolchains: dict[str, str], progress: Progress = lambda _: None,
             on_update: Callable[[Results], None] = lambda _: None,
-            budget: list[float] | None = None) -> Results:
+            budget: list[float] | None = None, sessions: int | None = None) -> Results:
     """Measure ``servers`` and return the Results; ``on_update`` gets them after every round
     and every tool session (the CLI rewrites the results file there). With ``budget``
     (startup limits in seconds) the servers that started are also started all at once, as
-    an editor does, and judged against the limits (``results.startup``).
+    an editor does, and judged against the limits (``results.startup``); with ``sessions``
+    (N), N copies of each are started all at once too (``results.startup["sessions"]``,
+    sessions.py).
 
     A server whose step fails keeps everything measured before (status "failed", the cause
     in ``reason``); the other servers go on. Never raises for a server's misbehaviour.
@@ -98,7 +100,7 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, order, toolchains)
     results.servers = [s.row for s in servers]
     try:
-        _measure(servers, settings, order, results, progress, on_update, budget)
+        _measure(servers, settings, order, results, progress, on_update, budget, sessions)
     except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
         if isinstance(stop.code, int) and stop.code > 128:
             name = signal.Signals(stop.code - 128).name
@@ -126,7 +128,7 @@ def cut_short(server: Server, runs: int, signal_name: str) -> str:
 
 def _measure(servers: list[Server], settings: Settings, order: str, results: Results,
              progress: Progress, on_update: Callable[[Results], None],
-             budget: list[float] | None) -> None:
+             budget: list[float] | None, sessions: int | None) -> None:
     """The steps of ``measure``, in order, filling ``results``."""
     for server in servers:
         server.row.protocol = {"requested_revision": settings.requested_revision,
@@ -169,6 +171,14 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                       "startup"))
         _guard_startup(started, [s for s in live if s not in started], settings, budget,
                        results, progress)
+        on_update(results)
+    if sessions is not None and started:
+        from .sessions import guarded
+
+        progress(Step(f"{sessions} copies of {len(started)} server(s) started all at once, "
+                      "as that many sessions do", "startup"))
+        results.startup = {**(results.startup or {}), "sessions": guarded(
+            [(s.row.name, s.command) for s in started], sessions, settings, progress)}
         on_update(results)
 
 
