@@ -9,6 +9,7 @@ import pytest
 from mcpstart.command import Command
 from mcpstart.measure import caching, run
 from mcpstart.results import ServerResult
+from mcpstart.views.table import table
 
 from conftest import fast
 from scripted import GoodServer, Out, Spawner
@@ -68,6 +69,15 @@ class Stale(Cached):
     ttl_ms = 0
 
 
+def cells(results, label: str) -> dict:
+    """The table's row ``label``, per server."""
+    lines = table(results.to_dict()).split("\n\n")[0].splitlines()
+    split = lambda line: [c.strip() for c in line.strip("|").split("|")]
+    names = split(lines[0])[1:]
+    row = next(split(l) for l in lines[2:] if split(l)[0] == label)
+    return dict(zip(names, row[1:]))
+
+
 def measure(scripts: dict, **settings):
     settings.setdefault("payload_bytes", 1000)
     spawner = Spawner(scripts)
@@ -75,6 +85,7 @@ def measure(scripts: dict, **settings):
     results = run.measure(servers, fast(spawner=spawner, runs=3, warmup=1, round_trips=0,
                                         **settings), ["mcpstart", "measure"], {})
     json.dumps(results.to_dict())
+    measure.results = results
     return {row.name: row for row in results.servers}, spawner
 
 
@@ -91,6 +102,8 @@ def test_each_path_of_the_stdio_fallback_rule():
         assert block["ms"]["warmup_samples"] and block["error"] is None
         assert (block["fallback_timeout_s"], block["fallback_timeout_source"]) == \
             (2.5, "--fallback-timeout")
+    shown = cells(measure.results, "a dual-era client's first call, median (ms, path)")
+    assert shown["silent"] == "2500 (after_timeout)" and shown["exits"].endswith("(after_exit)")
     assert rows["e32601"].dual_era["probe"] == "error -32601"
     assert rows["e32602"].dual_era["probe"] == "error -32602"
     assert "exited with code 1" in rows["exits"].dual_era["probe"]
@@ -132,3 +145,9 @@ def test_a_client_may_defer_the_spawn_only_for_fresh_hints():
     assert legacy["may_defer_spawn"] is False and legacy["reason"] == caching.NOT_MODERN
     assert legacy["deferred_first_call_from"] == "phases_ms.first_call"
     assert legacy["deferred_first_call_ms"] == rows["legacy"].phases_ms["first_call"]["median"]
+    shown = cells(measure.results, "may show cached tools, spawn at the first call")
+    assert shown["cached"] == "yes (ttl 300 s); first call 0.00 ms"
+    assert shown["legacy"] == "no; first call 0.00 ms"
+    text = table(measure.results.to_dict())
+    assert "Tool caps: 3 server(s) list 3 tool(s) together, 120 tokens" in text
+    assert "- Cursor (cap 40 tools): together they fit" in text

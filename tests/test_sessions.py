@@ -7,6 +7,8 @@ from mcpstart.measure.sessions import copies_memory, label
 from mcpstart.measure.startup import together
 from mcpstart.results import ServerResult
 from mcpstart.transports.tree import child_subreaper
+from mcpstart.views.plot import figure
+from mcpstart.views.table import table
 
 from conftest import fake_command, fast
 
@@ -68,3 +70,9 @@ def test_a_run_with_two_sessions_fills_startup_sessions():
     per_round = [sum(m["pss_bytes"] for m in r["memory"].values())
                  for r in counted if r["copies"] == 2]
     assert block["pss_bytes"] == round(sorted(per_round)[0] / 2 + sorted(per_round)[1] / 2)
+    text = table(results.to_dict())  # the views: a section under the table, the timeline
+    assert "2 sessions at once: 2 copies of every server spawned together" in text
+    assert "- a: last copy ready" in text and "Startup budget" not in text
+    ax = figure(results.to_dict(), "timeline").axes[0]
+    assert {t.get_text() for t in ax.get_yticklabels()} == {"a #1", "a #2", "b #1", "b #2"}
+    assert ax.get_title() == "Startup timeline: 2 copies of every server spawned at once"
