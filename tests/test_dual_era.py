@@ -151,3 +151,21 @@ def test_a_client_may_defer_the_spawn_only_for_fresh_hints():
     text = table(measure.results.to_dict())
     assert "Tool caps: 3 server(s) list 3 tool(s) together, 120 tokens" in text
     assert "- Cursor (cap 40 tools): together they fit" in text
+
+
+class NoReverse(Silent):
+    """Lists only a tool mcpstart does not call: the series runs to ready."""
+
+    def result(self, method, params):
+        if method == "tools/list":
+            return {"tools": [{"name": "other", "inputSchema": {"type": "object"}}]}
+        return super().result(method, params)
+
+
+def test_without_a_tool_to_call_the_series_runs_to_ready():
+    rows, _ = measure({"quiet": NoReverse}, fallback_timeout_s=1.5)
+    block = rows["quiet"].dual_era
+    assert block["until"] == "ready (no tool to call)" and block["path"] == "after_timeout"
+    assert block["ms"]["median"] == pytest.approx(1500)
+    assert cells(measure.results, "a dual-era client's first call, median (ms, path)") == {
+        "quiet": "1500 (after_timeout; to ready)"}

@@ -77,14 +77,15 @@ def classify(response: Response) -> tuple[str, str | None, str]:
     return "modern", MODERN_REVISION, "DiscoverResult"
 
 
-def dual_start(command: Command, settings: Settings, call: ToolCall,
+def dual_start(command: Command, settings: Settings, call: ToolCall | None,
                before_spawn: Callable[[], None] = lambda: None) -> dict:
     """One timed cold start as a dual-era client makes it (module doc), through the one
-    timed-start primitive.
+    timed-start primitive; without ``call`` (the server lists no tool to call) it ends where
+    the client could call: the DiscoverResult, or the fallback's initialize answer.
 
     Returns:
         ``{path, ms, probe}``: the path taken (PATHS), ms from just before the spawn to the
-        call's answer, what the probe got.
+        call's answer (or to ready), what the probe got.
 
     Raises:
         SessionError: the fallback or the call got no usable answer, or the tool reported an
@@ -105,41 +106,51 @@ def dual_start(command: Command, settings: Settings, call: ToolCall,
         else:
             path, version, probe = classify(response)
         if path == "modern":
-            answer = _call(session, call, settings.timeout_s, modern_meta(version))
+            answer = _call(session, call, settings.timeout_s, response, modern_meta(version))
         elif respawn:
             first = initialize_request(settings.requested_revision)
             with spawn.started([(command, first)], settings, timed=False) as (again,):
-                initialize_result(again.wait(1, settings.timeout_s))
+                ready = again.wait(1, settings.timeout_s)
+                initialize_result(ready)
                 again.notify("notifications/initialized")
-                answer = _call(again, call, settings.timeout_s)
+                answer = _call(again, call, settings.timeout_s, ready)
         else:
             params = initialize_request(settings.requested_revision)["params"]
-            initialize_result(session.request("initialize", params, settings.timeout_s))
+            ready = session.request("initialize", params, settings.timeout_s)
+            initialize_result(ready)
             session.notify("notifications/initialized")
-            answer = _call(session, call, settings.timeout_s)
+            answer = _call(session, call, settings.timeout_s, ready)
         return {"path": path, "ms": elapsed_ms(session.t0_ns, answer.at_ns), "probe": probe}
 
 
-def _call(session: Session, call: ToolCall, timeout_s: float, meta: dict | None = None
-          ) -> Response:
+def _call(session: Session, call: ToolCall | None, timeout_s: float, ready: Response,
+          meta: dict | None = None) -> Response:
+    """The call's answer; without a call, ``ready`` (the answer after which a client could
+    call: discover's or initialize's)."""
+    if call is None:
+        return ready
     outcome = call_tool(session, call, SMALL_TEXT, timeout_s, meta)
     if outcome.is_error:
         raise tool_error(call, outcome)
     return outcome.response
 
 
-def block(samples: list[tuple[dict, bool]], settings: Settings, error: str | None) -> dict:
-    """The row's ``dual_era`` block from the runs (``(sample, warmup)``).
+def block(samples: list[tuple[dict, bool]], settings: Settings, error: str | None,
+          call: ToolCall | None) -> dict:
+    """The row's ``dual_era`` block from the runs (``(sample, warmup)``) of ``call``.
 
     Returns:
-        ``{fallback_timeout_s, fallback_timeout_source, path, paths: {path: counted runs},
-        probe, ms: <stats>, error}``: ``path`` the one most counted runs took, ``probe``
-        what the last probe got, ``error`` why the series stopped (None when it did not).
+        ``{fallback_timeout_s, fallback_timeout_source, until, path, paths: {path: counted
+        runs}, probe, ms: <stats>, error}``: ``until`` what ``ms`` runs to ("tools/call
+        NAME", or "ready (no tool to call)"), ``path`` the one most counted runs took,
+        ``probe`` what the last probe got, ``error`` why the series stopped (None when it
+        did not).
     """
     timeout_s, source = fallback_timeout(settings)
     counted = [s for s, warmup in samples if not warmup]
     paths = Counter(s["path"] for s in counted)
     return {"fallback_timeout_s": timeout_s, "fallback_timeout_source": source,
+            "until": f"tools/call {call.name}" if call else "ready (no tool to call)",
             "path": paths.most_common(1)[0][0] if paths else None,
             "paths": {p: paths[p] for p in PATHS if paths[p]},
             "probe": samples[-1][0]["probe"] if samples else None,

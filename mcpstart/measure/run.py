@@ -152,8 +152,8 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
             _guard(server, lambda s=server: _matrix(s, settings))
     modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
     _cold_starts(modern, settings, order, results, progress, on_update, "modern")
-    dual = [s for s in live if not _could_not_start(s) and _call_of(s, settings)]
-    _cold_starts(dual, settings, order, results, progress, on_update, "dual")
+    _cold_starts([s for s in live if not _could_not_start(s)], settings, order, results,
+                 progress, on_update, "dual")
     for index, server in enumerate(live, 1):
         if not _could_not_start(server):
             step = lambda text, n=server.row.name: progress(
@@ -366,9 +366,8 @@ def _sizing(server: Server, settings: Settings) -> None:
             row.warnings.append(warn.launcher_network(
                 server.launch.kind, row.launcher["network_ms"]["median"]))
     if server.dual or server.dual_error:
-        row.dual_era = dual_era.block(server.dual, settings, server.dual_error)
-    elif _call_of(server, settings) is None:
-        row.skip_block("dual_era", "no tool to call (--call TOOL names one)")
+        row.dual_era = dual_era.block(server.dual, settings, server.dual_error,
+                                      _call_of(server, settings))
     modern = revisions.speaks_modern(row.protocol or {})
     found = error = None
     if modern:

@@ -210,8 +210,9 @@ def _page_cache(value, s) -> str:
 
 
 def _dual(value, s) -> str:
-    path = dig(s, "dual_era.path")
-    return fmt_ms(value) + ("" if path is None else f" ({_text(path)})")
+    path, until = dig(s, "dual_era.path"), dig(s, "dual_era.until")
+    ready = isinstance(until, str) and until.startswith("ready")
+    return fmt_ms(value) + ("" if path is None else f" ({_text(path)}{'; to ready' * ready})")
 
 
 def _launcher(value, s) -> str:
