@@ -80,3 +80,18 @@ def test_a_launcher_whose_server_cannot_be_read_says_so(monkeypatch):
     assert row.launcher["argv"] is None and "holds the server's stdout" in row.launcher["reason"]
     assert "cannot be resolved" in row.not_measured["launcher.overhead_ms"]
     assert os.path.basename(row.command["argv"][0]) == "sh"
+
+
+@pytest.mark.parametrize("cmdline, kind", [
+    (["npm exec @modelcontextprotocol/server-memory@2026.8.31", "", "", ""], "npm exec"),
+    (["/usr/local/bin/uv", "tool", "uvx", "mcp-server-time==2026.10.19"], "uv tool uvx"),
+    (["node", "/usr/bin/npx", "-y", "pkg"], "npx"),
+    (["sh", "-c", "'mcp-server-memory'"], "sh -c"),
+    (["node", "/root/.npm/_npx/c98c/node_modules/.bin/mcp-server-memory"], None),
+    (["/root/.cache/uv/archive-v0/R/bin/python", "/root/.cache/uv/archive-v0/R/bin/x"], None),
+])
+def test_the_launchers_as_their_processes_show_them(cmdline, kind):
+    """What npx and uvx look like in /proc once running (seen on npm 10 and uv 0.13)."""
+    from mcpstart.targets.cmdline import launcher_of
+
+    assert launcher_of(cmdline) == kind

@@ -74,6 +74,7 @@ _RUNNERS = {
     ("npx",): _NPM, ("pnpx",): _NPM, ("bunx",): _NPM, ("npm", "exec"): _NPM,
     ("pnpm", "dlx"): _NPM, ("yarn", "dlx"): _NPM, ("bun", "x"): _NPM,
     ("uvx",): _UV, ("uv", "tool", "run"): _UV, ("pipx", "run"): _PIPX,
+    ("uv", "tool", "uvx"): _UV,  # what uvx execs into (uv 0.13: "uv tool uvx PKG")
 }
 _PYTHON_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -259,9 +260,13 @@ def launcher_of(cmdline: list[str]) -> str | None:
     """The known launcher a command line runs, or None: a package runner of server_name's
     list ("npx", "npm exec", "pnpm dlx", "bunx", "uvx", "uv tool run", "pipx run" ...), also
     through an interpreter running the runner's script ("node .../npx-cli.js -y pkg" and
-    "node /usr/bin/npx -y pkg" are npx), or a shell running a command string ("sh -c")."""
+    "node /usr/bin/npx -y pkg" are npx), or a shell running a command string ("sh -c"). A
+    title a process set over its argv (npx shows "npm exec PKG" as one word, then empty ones)
+    is read as words."""
     if not cmdline:
         return None
+    if " " in cmdline[0] and not any(cmdline[1:]):  # a title the process set (npm exec's)
+        cmdline = cmdline[0].split()
     words = [_program(cmdline[0]), *cmdline[1:]]
     script = _program(words[1]) if len(words) > 1 else ""
     if _INTERPRETERS.match(words[0]) and (script in _LAUNCHER_SCRIPTS
