@@ -218,7 +218,7 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
         check=FINITE_S, help="Seconds each revision-matrix probe may take."),
     opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
-        help="Startup limits for an all-at-once start (default for several named: 10,30,60)."),
+        help="Startup limits for an all-at-once start (default for several named: 3,10,30,60)."),
     opt("--transport", type=click.Choice(["stdio", "http", "both"]), default="stdio",
         help="Reference servers over stdio, Streamable HTTP ({port} in argv), or both."),
     opt("--url", help="A Streamable HTTP server already running (no start-up figures)."),
@@ -228,6 +228,10 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
         check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
+    opt("--sessions", type=click.IntRange(2, 64), metavar="N",
+        help="Also start N copies of every server at once, as N editor sessions do."),
+    opt("--fallback-timeout", "fallback_timeout_s", type=SECONDS, check=FINITE_S,
+        help="Seconds a dual-era client waits for server/discover (default 10, as the SDKs)."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

@@ -52,6 +52,8 @@ class Job:
         exports: the --export-* targets, written whenever the results file is.
         budget: startup limits in seconds for an all-at-once start; None: the default limits
             (startup.LIMITS_S) when the plan names several servers together, else none.
+        sessions: N copies of every server started all at once as well (sessions.py), or
+            None.
         rebuild, require_all, cache_dir: as ``mcpstart build`` takes them.
         subreaper: make this process a child subreaper for the job (transports.tree.
             child_subreaper), so a server's process that leaves its parent is still found and
@@ -65,6 +67,7 @@ class Job:
     output: Path | None = None
     exports: ExportManager = field(default_factory=lambda: ExportManager({}))
     budget: list[float] | None = None
+    sessions: int | None = None
     rebuild: bool = False
     require_all: bool = False
     cache_dir: str | None = None
@@ -106,7 +109,7 @@ class Outcome:
         return any(s.status == "failed" for s in self.results.servers)
 
 
-JOB_OPTIONS = ("output", "exports", "budget", "rebuild", "require_all", "cache_dir")
+JOB_OPTIONS = ("output", "exports", "budget", "sessions", "rebuild", "require_all", "cache_dir")
 """The Job fields a command's options may set by name."""
 
 
@@ -205,7 +208,7 @@ def measure(job: Job) -> Outcome:
     with child_subreaper() if job.subreaper else nullcontext():
         servers, toolchains = _servers(job)
         results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
-                              rewrite, budget)
+                              rewrite, budget, job.sessions)
     results.secrets = secrets
     return Outcome(results, error[0] if error else None, job.output)
 

@@ -55,6 +55,9 @@ class ServerResult:
     http: dict | None = None
     """Streamable HTTP figures (design.md ``servers[].http``): start_ms, latency_ms,
     session_ms, sessions_leak, load; None for a stdio server."""
+    launcher: dict | None = None
+    dual_era: dict | None = None
+    caching: dict | None = None
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 

@@ -49,6 +49,8 @@ class Kind(StrEnum):
     """the build resolved another SDK version than the recipe names."""
     TARGET = "target"
     """how the server is launched limits what is measured (docker, a reduced environment)."""
+    LAUNCHER = "launcher"
+    """the server's launcher went to the network on every start."""
     FAILURE = "failure"
     """a further failure of a row that had failed already."""
     FIRST_RUN_OUTLIER = "first_run_outlier"
@@ -184,6 +186,12 @@ def sdk_version(sdk: str, recipe_version: str, built: str) -> dict:
 
 def target(note: str) -> dict:
     return warning(Kind.TARGET, note)
+
+
+def launcher_network(kind: str, ms: float) -> dict:
+    return warning(Kind.LAUNCHER, f"the launcher ({kind}) went to the network on every start: "
+                                  f"{ms:.0f} ms (median of launched minus offline, per round)",
+                   "launcher.network_ms")
 
 
 def failure(reason: str) -> dict:

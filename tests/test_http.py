@@ -26,6 +26,7 @@ from mcpstart.wire import ToolCall, initialize_request, modern_request
 
 FAKE = Path(__file__).parent / "fakes" / "fake_http_server.py"
 WAITS = fast().waits
+MIB = 1 << 20
 
 
 def fake(*switches: str) -> Command:
@@ -220,4 +221,46 @@ def test_a_command_that_never_listens_is_said_so():
             session.wait(1, 0.3)
     finally:
         session.shutdown()
+    assert not no_children()
+
+
+def test_one_http_process_holds_n_sessions_at_once_and_one_more_costs_what_it_holds():
+    """A server that holds 8 MiB per open session: with 3 sessions open together the
+    marginal session costs 8 MiB (so all 3 were open when memory was read), and the PSS is
+    what /proc says of the same process."""
+    from mcpstart.measure import shared
+    from mcpstart.results import ServerResult
+    from mcpstart.measure.run import Server
+    from mcpstart.views.sizing import sessions_section
+
+    server = Server(ServerResult("held", "http"), fake("--session-mib", "8"), transport="http")
+    settings = fast(runs=2, warmup=1)
+    block = shared.measure_shared(server, 3, settings)
+    assert block["ready_ms"]["n"] == block["single_ready_ms"]["n"] == 2
+    assert len(block["rounds"]) == 6 and {r["copies"] for r in block["rounds"]} == {1, 3}
+    assert all(r["memory"] is None for r in block["rounds"] if r["warmup"])
+    assert all(r["memory"]["processes"] == 1 for r in block["rounds"] if not r["warmup"])
+    assert abs(block["marginal_rss_bytes"] - 8 * MIB) < 2 * MIB
+    assert abs(block["marginal_pss_bytes"] - 8 * MIB) < 2 * MIB
+    assert block["pss_bytes"] - block["single_pss_bytes"] > 14 * MIB
+    assert 0 < block["single_ready_ms"]["median"] <= block["single_ready_ms"]["max"]
+    assert not no_children()
+    doc = {"startup": {"sessions": {"n": 3, "shared": {"held": {**block, "stdio_peer": None}}}}}
+    [head, line] = sessions_section(doc, None)
+    assert "one process" in head and "held, one HTTP process for 3 sessions" in line
+    assert "+8.0 MiB" in line or "+7.9 MiB" in line or "+8.1 MiB" in line
+
+
+def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
+    from mcpstart.measure import shared
+    from mcpstart.measure.run import Server
+    from mcpstart.results import ServerResult
+
+    server = Server(ServerResult("gone", "http"),
+                    Command([sys.executable, "-c", "import sys; sys.exit(4)", "{port}"]),
+                    transport="http")
+    begun = time.monotonic()
+    block = shared.guarded(server, 2, fast(runs=1, warmup=0))
+    assert block["n"] == 2 and "4" in block["error"]
+    assert time.monotonic() - begun < 5
     assert not no_children()

@@ -107,7 +107,7 @@ def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
     medians = [s["phases_ms"]["tools_list"]["median"] for s in data["servers"]]
     assert startup["sequential_sum_ms"] == pytest.approx(sum(medians))
     limits = {row["limit_s"]: row for row in startup["limits"]}
-    assert set(limits) == {10.0, 30.0, 60.0, 0.25}
+    assert set(limits) == {3.0, 10.0, 30.0, 60.0, 0.25}
     assert limits[10.0]["fits"] == {"quick": True} and limits[60.0]["fits"] == {"quick": True}
     assert limits[0.25] == {"client": "set in the config", "limit_s": 0.25, "fits": {"slow": False}}
     assert "Startup budget" in result.stdout

@@ -34,7 +34,7 @@ from ..stats import summarize
 from ..endpoint import Endpoint
 from ..transports.http import HttpTransport
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
-from . import load, revisions, spawn
+from . import load, revisions, spawn, tokens
 from .cold import cold_start, modern_start
 from .http_sessions import listener_processes, session_costs
 from .run import Server, _guard, _stats, run_order
@@ -44,6 +44,10 @@ from .warm import tool_session
 START_PHASES = ("port", "initialize", "tools_list", "first_call")
 MODERN = {"discover": "discover", "first_call": "modern_first_call"}
 STDIO_BLOCKS = ("handshake_ms", "phases_ms", "modern_ms")
+STDIO_SIZING = {"launcher": "a launcher is measured on stdio commands only",
+                "dual_era": "the dual-era rule is the stdio transport's; a 2026 client's "
+                            "first call over HTTP is http.start_ms",
+                "caching": "caching hints are read over stdio only"}
 
 
 def http_settings(server: Server, settings: Settings, cpus=None) -> Settings:
@@ -67,6 +71,8 @@ def measure_http(servers: list[Server], ceiling: Server | None, settings: Settin
                     "sessions_leak": None, "load": []}
         for block in STDIO_BLOCKS:
             row.skip_block(block, "an HTTP server: its start-up is http.start_ms")
+        for block, why in STDIO_SIZING.items():
+            row.skip_block(block, why)
         if server.url is not None:
             row.command = {"url": server.url, "header_keys": sorted(server.headers)}
             row.skip_block("http.start_ms", "a server already running (--url): no start-up")
@@ -87,6 +93,7 @@ def measure_http(servers: list[Server], ceiling: Server | None, settings: Settin
             Step(f"[{i}/{len(servers)}] {n}: {text}", "session", n))
         _guard(server, lambda s=server: tool_session(s.command, http_settings(s, settings),
                                                      s.row, s.skips, s.traffic, step))
+        tokens.fill(server.row, server.runs)
         _latency(server.row)
         step(f"{settings.http_sessions} full sessions")
         _guard(server, lambda s=server: _sessions(s, settings))

@@ -23,7 +23,7 @@ from ..stats import series_warnings, summarize
 from ..targets.variants import source_record, stale_lock
 from ..transports.session import SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
-from . import machine, revisions, spawn
+from . import caching, dual_era, launcher, machine, revisions, spawn
 from .client import Skips
 from .cold import cold_start, modern_start
 from .settings import Settings
@@ -54,6 +54,9 @@ class Server:
     traffic: Traffic = field(default_factory=Traffic)
     runs: list[dict] = field(default_factory=list)
     modern: dict = field(default_factory=lambda: {"discover": [], "first_call": []})
+    launch: launcher.Launch | None = None
+    dual: list[tuple[dict, bool]] = field(default_factory=list)
+    dual_error: str | None = None
     stopped: bool = False
     done: bool = False
     transport: str = "stdio"
@@ -94,11 +97,13 @@ def run_order(names: list[str], rounds: int, order: str, seed: int) -> list[tupl
 def measure(servers: list[Server], settings: Settings, argv: list[str],
             toolchains: dict[str, str], progress: Progress = lambda _: None,
             on_update: Callable[[Results], None] = lambda _: None,
-            budget: list[float] | None = None) -> Results:
+            budget: list[float] | None = None, sessions: int | None = None) -> Results:
     """Measure ``servers`` and return the Results; ``on_update`` gets them after every round
     and every tool session (the CLI rewrites the results file there). With ``budget``
     (startup limits in seconds) the servers that started are also started all at once, as
-    an editor does, and judged against the limits (``results.startup``).
+    an editor does, and judged against the limits (``results.startup``); with ``sessions``
+    (N), N copies of each are started all at once too (``results.startup["sessions"]``,
+    sessions.py).
 
     A server whose step fails keeps everything measured before (status "failed", the cause
     in ``reason``); the other servers go on. Never raises for a server's misbehaviour.
@@ -109,8 +114,10 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, order, toolchains)
     results.servers = [s.row for s in servers]
     try:
-        _measure(servers, settings, order, results, progress, on_update, budget)
+        _measure(servers, settings, order, results, progress, on_update, budget, sessions)
         _measure_http(servers, ceiling, settings, order, results, progress, on_update)
+        if sessions is not None:
+            _shared(servers, sessions, settings, results, progress, on_update)
     except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
         if isinstance(stop.code, int) and stop.code > 128:
             name = signal.Signals(stop.code - 128).name
@@ -138,7 +145,7 @@ def cut_short(server: Server, runs: int, signal_name: str) -> str:
 
 def _measure(servers: list[Server], settings: Settings, order: str, results: Results,
              progress: Progress, on_update: Callable[[Results], None],
-             budget: list[float] | None) -> None:
+             budget: list[float] | None, sessions: int | None) -> None:
     """The steps of ``measure``, in order, filling ``results``."""
     for server in servers:
         server.row.protocol = {"requested_revision": settings.requested_revision,
@@ -151,6 +158,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
             _guard(server, lambda s=server: _cold_cache(s, settings))
         live = [s for s in live if s.measurable]  # unevicted runs must not pass as cold
     on_update(results)
+    _resolve_launchers(live, settings, progress)
     # the cold starts come first: a warm-up run, with the whole --timeout, absorbs a first
     # npx/uvx download, which a short protocol probe would cut off (and npx's cache with it)
     _cold_starts(live, settings, order, results, progress, on_update, "handshake")
@@ -161,12 +169,16 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
             _guard(server, lambda s=server: _matrix(s, settings))
     modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
     _cold_starts(modern, settings, order, results, progress, on_update, "modern")
+    _cold_starts([s for s in live if not _could_not_start(s)], settings, order, results,
+                 progress, on_update, "dual")
     for index, server in enumerate(live, 1):
         if not _could_not_start(server):
             step = lambda text, n=server.row.name: progress(
                 Step(f"[{index}/{len(live)}] {n}: {text}", "session", n))
             _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
                                                          s.traffic, step))
+            step("caching hints")
+            _sizing(server, settings)
         _finish(server, settings, results.environment)
         server.done = True
         on_update(results)
@@ -176,6 +188,14 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                       "startup"))
         _guard_startup(started, [s for s in live if s not in started], settings, budget,
                        results, progress)
+        on_update(results)
+    if sessions is not None and started:
+        from .sessions import guarded
+
+        progress(Step(f"{sessions} copies of {len(started)} server(s) started all at once, "
+                      "as that many sessions do", "startup"))
+        results.startup = {**(results.startup or {}), "sessions": guarded(
+            [(s.row.name, s.command) for s in started], sessions, settings, progress)}
         on_update(results)
 
 
@@ -196,6 +216,28 @@ def _measure_http(servers: list[Server], ceiling: Server | None, settings: Setti
         _finish(server, settings, results.environment)
         server.done = True
     on_update(results)
+
+
+def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
+            progress: Progress, on_update: Callable[[Results], None]) -> None:
+    """One HTTP process for ``n`` sessions (shared.py), for each spawned HTTP server that
+    started, set beside the ``n`` stdio copies of the same language's server
+    (``startup.sessions.shared[NAME].stdio_peer``)."""
+    from . import shared
+
+    http = [s for s in servers if s.transport == "http" and s.command is not None
+            and s.measurable]
+    if not http:
+        return
+    peers = {s.row.language: s.row.name for s in servers
+             if s.transport == "stdio" and s.row.language}
+    block = {"n": n, **(results.startup or {}).get("sessions", {}), "shared": {}}
+    for server in http:
+        progress(Step(f"{server.row.name}: one process serving {n} sessions at once", "startup"))
+        block["shared"][server.row.name] = {**shared.guarded(server, n, settings, progress),
+                                            "stdio_peer": peers.get(server.row.language)}
+        results.startup = {**(results.startup or {}), "sessions": block}
+        on_update(results)
 
 
 def _guard_startup(started: list[Server], failed: list[Server], settings: Settings,
@@ -276,34 +318,118 @@ def _cold_cache(server: Server, settings: Settings) -> None:
     server.before_spawn = evict_now
 
 
+SERIES = {"handshake": "cold start", "modern": "modern-era cold start",
+          "direct": "direct cold start", "offline": "offline cold start",
+          "dual": "dual-era cold start"}
+"""The series of the rounds, as progress and causes name them."""
+
+
 def _cold_starts(servers: list[Server], settings: Settings, order: str, results: Results,
                  progress: Progress, on_update: Callable[[Results], None],
-                 series: str) -> None:
-    """Warm-up and counted runs of one ``series`` ("handshake": ``_one_run``, "modern":
-    ``_modern_run``) for each server, in ``order``; each run is recorded in
-    ``results.run_sequence``. A server whose run fails keeps its samples and leaves the later
-    rounds."""
-    one_run, what = ((_one_run, "cold start") if series == "handshake"
-                     else (_modern_run, "modern-era cold start"))
+                 kind: str) -> None:
+    """Warm-up and counted runs of one kind of series for each server, in ``order``:
+    "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
+    run in the same rounds), "modern" (``_modern_run``) or "dual" (``_dual_run``). Each run is
+    recorded in ``results.run_sequence``. A server whose run fails keeps its samples and leaves
+    the later rounds (a direct or offline run that fails stops only its own series)."""
+    runs = {"handshake": _one_run, "modern": _modern_run, "dual": _dual_run}
     group = 0 if order == "interleave" else 1  # a round, or one server's series
-    by_name = {s.row.name: s for s in servers}
-    sequence = run_order(list(by_name), settings.warmup + settings.runs, order, settings.seed)
+    entries = {}
+    for server in servers:
+        entries[server.row.name] = (server, kind)
+        if kind == "handshake" and server.launch is not None:
+            entries.update({f"{server.row.name} ({extra})": (server, extra)
+                            for extra in server.launch.series()})
+    sequence = run_order(list(entries), settings.warmup + settings.runs, order, settings.seed)
     for position, (round_, name) in enumerate(sequence):
-        server = by_name[name]
+        server, series = entries[name]
         if server.stopped:
             continue
         warmup = round_ < settings.warmup
         label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
                  else f"run {round_ - settings.warmup + 1}/{settings.runs}")
-        progress(Step(f"{name}: {what} {label}", "cold start", name, position, len(sequence)))
-        results.run_sequence.append({"series": series, "round": round_, "server": name,
-                                     "warmup": warmup})
-        if not _guard(server, lambda: one_run(server, settings, warmup), f"{what} {label}: "):
+        what = SERIES[series]
+        progress(Step(f"{name}: {what} {label}", "cold start", server.row.name, position,
+                      len(sequence)))
+        results.run_sequence.append({"series": series, "round": round_,
+                                     "server": server.row.name, "warmup": warmup})
+        if series in ("direct", "offline"):
+            launcher.run(server.launch, series, server.command, settings, round_,
+                         server.before_spawn)
+        elif not _guard(server, lambda: runs[series](server, settings, warmup),
+                        f"{what} {label}: "):
             server.stopped = True
         _summarize(server)
         if position + 1 == len(sequence) or \
                 sequence[position + 1][group] != sequence[position][group]:
             on_update(results)
+
+
+def _resolve_launchers(servers: list[Server], settings: Settings, progress: Progress) -> None:
+    """For each server started through a launcher (launcher.plan), one untimed start that
+    reads the command the launcher resolves to (launcher.resolve_started)."""
+    for server in servers:
+        server.launch = launcher.plan(server.command)
+    launched = [s for s in servers if s.launch is not None]
+    for index, server in enumerate(launched, 1):
+        progress(Step(f"[{index}/{len(launched)}] {server.row.name}: what "
+                      f"{server.launch.kind} starts", "cold start", server.row.name))
+        launcher.resolve_started(server.launch, server.command, settings)
+
+
+def _call_of(server: Server, settings: Settings) -> ToolCall | None:
+    """The small call of the modern and dual-era series: ``settings.call`` or reverse_text,
+    where the server lists it (None: no tool to call, or no listing yet)."""
+    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
+    call = settings.call or ToolCall()
+    return call if listing and listing.find(call.name) else None
+
+
+def _dual_run(server: Server, settings: Settings, warmup: bool) -> None:
+    """One dual-era cold start (dual_era.py); a failure ends the series (its cause in the
+    row's ``dual_era`` block) and fails the row at its end, as the modern series does."""
+    if server.dual_error is not None:
+        return
+    try:
+        server.dual.append((dual_era.dual_start(server.command, settings,
+                                                _call_of(server, settings),
+                                                server.before_spawn), warmup))
+    except SessionError as err:
+        server.dual_error = f"{'warm-up' if warmup else 'run'} {len(server.dual) + 1}: {err}"
+        server.skips.note("dual-era", f"dual-era cold start {server.dual_error}")
+
+
+def _sizing(server: Server, settings: Settings) -> None:
+    """What sizes the server in an editor's setup, once its series and tool session are done:
+    the tool list's tokens (tokens.py), the launcher block, the dual-era block and the
+    caching hints (one untimed start, for a modern server)."""
+    from . import tokens
+
+    row = server.row
+    tokens.fill(row, server.runs)
+    if server.launch is not None:
+        launched = {r: run["handshake"] for r, run in enumerate(server.runs)
+                    if run.get("handshake") is not None}
+        row.launcher = launcher.block(server.launch, launched, settings.warmup, row.memory)
+        if server.launch.direct is None:
+            row.skip_block("launcher.overhead_ms", f"the direct command cannot be resolved: "
+                                                   f"{server.launch.reason}")
+        elif row.launcher["network_each_start"]:
+            row.warnings.append(warn.launcher_network(
+                server.launch.kind, row.launcher["network_ms"]["median"]))
+    if server.dual or server.dual_error:
+        row.dual_era = dual_era.block(server.dual, settings, server.dual_error,
+                                      _call_of(server, settings))
+    modern = revisions.speaks_modern(row.protocol or {})
+    found = error = None
+    if modern:
+        try:
+            found = caching.hints(server.command, settings)
+        except SessionError as err:
+            error = str(err)
+            server.skips.note("caching", f"caching hints: {err}")
+    row.caching = caching.block(found, error, modern, (row.modern_ms or {}).get("first_call"),
+                                (row.phases_ms or {}).get("first_call"))
 
 
 def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
@@ -318,10 +444,9 @@ def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
 def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
     """The two modern-era cold starts (2026-07-28), each on a fresh spawn: to the
     ``server/discover`` answer, and to the answer of a ``tools/call`` sent first."""
-    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
-    call = settings.call or ToolCall()
+    call = _call_of(server, settings)
     firsts = {"discover": modern_request("server/discover")}
-    if listing and listing.find(call.name):
+    if call is not None:
         firsts["first_call"] = modern_request("tools/call", call.params(SMALL_TEXT))
     for series, request in firsts.items():
         if series in server.skips:

@@ -33,6 +33,8 @@ class Settings:
         cache_state: "warm" (files in the page cache) or "cold" (evicted before each run).
         round_trips: small calls on one warm session (0: none).
         probe_timeout_s: bound of each revision-matrix probe.
+        fallback_timeout_s: how long a dual-era client waits for the server/discover probe
+            before it falls back to initialize (None: dual_era.DEFAULT_FALLBACK).
         call: the tool to call (None: reverse_text where the server lists it).
         settle: when idle memory counts as settled.
         waits: a session's fixed waits (shutdown grace, diagnosis after a timeout).
@@ -64,6 +66,7 @@ class Settings:
     cache_state: str = "warm"
     round_trips: int = defaults.ROUND_TRIPS
     probe_timeout_s: float = defaults.PROBE_TIMEOUT_S
+    fallback_timeout_s: float | None = None
     call: ToolCall | None = None
     settle: SettleRule = SettleRule()
     waits: Waits = Waits()
@@ -94,6 +97,7 @@ class Settings:
             "order": order, "seed": self.seed, "pause_ms": self.pause_ms,
             "cache_state": self.cache_state, "round_trips": self.round_trips,
             "probe_timeout_s": self.probe_timeout_s,
+            "fallback_timeout_s": self.fallback_timeout_s,
             "call_tool": self.call.name if self.call else None,
             "call_arguments": self.call.arguments if self.call else None,
             "settle_rule": self.settle.describe(),

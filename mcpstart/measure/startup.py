@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from .. import Step
 from ..transports.base import elapsed_ms
@@ -19,12 +21,13 @@ from . import spawn
 from .settings import Settings
 from ..stats import summarize
 
-LIMITS_S = (10.0, 30.0, 60.0)
+LIMITS_S = (3.0, 10.0, 30.0, 60.0)
 CLIENTS_BY_LIMIT = {
+    3.0: "Cline CLI",
     10.0: "Codex before March 2026",
     20.0: "Continue",
     30.0: "Codex, Claude Code",
-    60.0: "Claude Desktop, Zed",
+    60.0: "Claude Desktop, Zed, Cline (VS Code)",
     600.0: "Gemini CLI",
 }
 """Which clients wait how long for a stdio server to start, by default (sources: Codex
@@ -33,7 +36,11 @@ openai/codex#16080; Claude Code's 30000 ms connection timeout, anthropics/claude
 Claude Desktop's 60 s initialize timeout, anthropics/claude-code#84136; Zed
 crates/context_server/src/client.rs DEFAULT_REQUEST_TIMEOUT 60 s; Continue
 core/context/mcp/MCPConnection.ts DEFAULT_MCP_TIMEOUT 20 s; Gemini CLI
-packages/core/src/tools/mcp-client.ts MCP_DEFAULT_TIMEOUT_MSEC 600 s)."""
+packages/core/src/tools/mcp-client.ts MCP_DEFAULT_TIMEOUT_MSEC 600 s; Cline's CLI and SDK core
+sdk/packages/core/src/extensions/mcp/client.ts DEFAULT_MCP_CONNECT_TIMEOUT_MS 3000 ms for
+initialize when a server sets no ``timeout``; Cline's VS Code extension
+apps/vscode/src/services/mcp/McpHub.ts connects within the server's ``timeout``, default
+sdk/packages/shared/src/mcp.ts DEFAULT_MCP_TIMEOUT_SECONDS 60 s; cline/cline, Aug 2026)."""
 
 
 def parse_limits(text: str) -> list[float]:
@@ -61,11 +68,25 @@ def one_start(servers, settings: Settings) -> dict:
     Raises:
         SessionError: a server cannot be started (the others are shut down).
     """
+    with together(servers, settings) as (_, times):
+        return times
+
+
+@contextmanager
+def together(servers, settings: Settings) -> Iterator[tuple[dict[Session, object], dict]]:
+    """``one_start`` that keeps the sessions running for the block: yields ``({session:
+    key}, times)`` (``servers`` are [(key, Command)], any hashable key; ``times`` as
+    one_start returns them) once every server is ready or out of time, and shuts them all
+    down when the block ends.
+
+    Raises:
+        SessionError: a server cannot be started (the others are shut down).
+    """
     first = initialize_request(settings.requested_revision)
     with spawn.started([(command, first) for _, command in servers], settings,
                        timed=True) as started:
-        sessions = {session: name for session, (name, _) in zip(started, servers)}
-        return _follow(sessions, settings)
+        sessions = {session: key for session, (key, _) in zip(started, servers)}
+        yield sessions, _follow(sessions, settings)
 
 
 def _follow(sessions: dict[Session, str], settings: Settings) -> dict:

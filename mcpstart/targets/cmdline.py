@@ -88,6 +88,7 @@ _RUNNERS = {
     ("npx",): _NPM, ("pnpx",): _NPM, ("bunx",): _NPM, ("npm", "exec"): _NPM,
     ("pnpm", "dlx"): _NPM, ("yarn", "dlx"): _NPM, ("bun", "x"): _NPM,
     ("uvx",): _UV, ("uv", "tool", "run"): _UV, ("pipx", "run"): _PIPX,
+    ("uv", "tool", "uvx"): _UV,  # what uvx execs into (uv 0.13: "uv tool uvx PKG")
 }
 _PYTHON_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
@@ -263,6 +264,34 @@ def process_label(cmdline: list[str], name: str = "") -> str:
                 return _cut(f"{program} {_script(arg)}")
     return _cut(program)
 
+
+_LAUNCHER_SCRIPTS = {"npx-cli.js": "npx", "npm-cli.js": "npm", "pnpm.cjs": "pnpm",
+                     "pnpm.js": "pnpm", "pipx": "pipx", "uvx": "uvx"}
+"""Scripts of the package runners as an interpreter runs them ("node .../npx-cli.js")."""
+
+
+def launcher_of(cmdline: list[str]) -> str | None:
+    """The known launcher a command line runs, or None: a package runner of server_name's
+    list ("npx", "npm exec", "pnpm dlx", "bunx", "uvx", "uv tool run", "pipx run" ...), also
+    through an interpreter running the runner's script ("node .../npx-cli.js -y pkg" and
+    "node /usr/bin/npx -y pkg" are npx), or a shell running a command string ("sh -c"). A
+    title a process set over its argv (npx shows "npm exec PKG" as one word, then empty ones)
+    is read as words."""
+    if not cmdline:
+        return None
+    if " " in cmdline[0] and not any(cmdline[1:]):  # a title the process set (npm exec's)
+        cmdline = cmdline[0].split()
+    words = [_program(cmdline[0]), *cmdline[1:]]
+    script = _program(words[1]) if len(words) > 1 else ""
+    if _INTERPRETERS.match(words[0]) and (script in _LAUNCHER_SCRIPTS
+                                          or script in {r[0] for r in _RUNNERS}):
+        words = [_LAUNCHER_SCRIPTS.get(script, script), *words[2:]]
+    for launcher in _RUNNERS:
+        if tuple(words[:len(launcher)]) == launcher:
+            return " ".join(launcher)
+    if words[0] in _SHELLS and len(words) > 2 and words[1] == "-c":
+        return f"{words[0]} -c"
+    return None
 
 def _script(path: str) -> str:
     """A script as a label names it: the npm package it belongs to, else its file name."""

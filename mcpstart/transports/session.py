@@ -585,6 +585,26 @@ def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response 
             owner[transport]._backlog.extend(lines)
 
 
+def serve_all(sessions: list[Session], seconds: float) -> None:
+    """Keep several sessions' pipes served for ``seconds`` without awaiting anything
+    (servers started together, idle), with one ``poll`` over all of them: what each server
+    writes is handled as ``Session.serve`` handles it.
+
+    Raises:
+        Exited: a server exited (or closed stdout) by itself meanwhile.
+    """
+    deadline = time.monotonic() + seconds
+    owner = {session.transport: session for session in sessions}
+    while True:
+        for session in sessions:
+            session.serve(0)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        for transport, lines in poll_many(list(owner), remaining).items():
+            owner[transport]._backlog.extend(lines)
+
+
 _LIVE: set[Session] = set()
 
 

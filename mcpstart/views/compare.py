@@ -25,6 +25,9 @@ SINGLES = ("memory.idle_rss_bytes", "memory.idle_pss_bytes", "memory.peak_rss_by
 """Single values per server: compared by ratio only ("no test")."""
 
 MIB = 1024 * 1024
+ALPHA, THRESHOLD_PCT = 0.01, 10.0
+"""compare's defaults: the test's significance level and the percent by which a significantly
+slower median must exceed OLD's to count."""
 
 
 @dataclass
@@ -100,6 +103,15 @@ def _series_row(name: str, metric: str, old: list[float], new: list[float], alph
     return row
 
 
+def slower(old: list[float], new: list[float], alpha: float = ALPHA,
+           threshold_pct: float = THRESHOLD_PCT) -> Row:
+    """compare's test and threshold applied to any two samples (ms), NEW against OLD: the
+    medians, their ratio and the exact one-sided Mann-Whitney U test; ``verdict``
+    "regression" (p <= alpha and NEW's median more than ``threshold_pct`` percent above
+    OLD's), "slower, within N%", "too few runs" (p can never reach alpha) or "ok"."""
+    return _series_row("", "", old, new, alpha, threshold_pct)
+
+
 def _status_row(name: str, old: dict, new: dict) -> Row | None:
     before, after = old.get("status"), new.get("status")
     if before == after:
@@ -155,7 +167,7 @@ def variant_pair(results: dict, old_name: str, new_name: str) -> tuple[dict, dic
                  for n in (old_name, new_name))
 
 
-def compare(old: dict, new: dict, threshold_pct: float = 10.0, alpha: float = 0.01,
+def compare(old: dict, new: dict, threshold_pct: float = THRESHOLD_PCT, alpha: float = ALPHA,
             same_run: bool = False) -> Comparison:
     """Compare two results files, each given as its JSON form (``Results.to_dict()``);
     ``same_run``: both come from one run (``variant_pair``), so neither the floor's drift

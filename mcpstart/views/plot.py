@@ -78,8 +78,9 @@ def _footprint_data(doc: dict) -> list[tuple[str, float | None, float | None]]:
 
 def _timeline_data(doc: dict) -> tuple[dict[str, list[float]], int]:
     """{server: [median first_byte, initialize, tools_list] in ms from spawn} over
-    ``startup.runs``, and the number of runs."""
-    runs = dig(doc, "startup.runs")
+    ``startup.sessions.runs`` (a row per copy: "name #2") where N sessions were started,
+    else ``startup.runs``, and the number of runs."""
+    runs = dig(doc, "startup.sessions.runs") or dig(doc, "startup.runs")
     runs = [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
     phases: dict[str, list[list[float]]] = {}
     for run in runs:
@@ -201,7 +202,9 @@ def _timeline(ax, doc: dict) -> None:
             off_scale.append(f"{client}: startup limit {limit_s:g} s, off scale "
                              f"(the slowest server uses {end / (limit_s * 1000):.1%} of it)")
     ax.invert_yaxis()
-    ax.set_title("Startup timeline: every server spawned at once")
+    n = dig(doc, "startup.sessions.n") if dig(doc, "startup.sessions.runs") else None
+    ax.set_title(f"Startup timeline: {n} copies of every server spawned at once" if n
+                 else "Startup timeline: every server spawned at once")
     ax.set_xlabel("\n".join([f"milliseconds from spawn (median of {runs} run{'s' * (runs != 1)})",
                               *off_scale]))
     ax.set_ylabel("server")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
 from ..wire import MODERN_REVISION
+from .sizing import caps_section, sessions_section
 
 MIB = 1024 * 1024
 KIB = 1024
@@ -222,6 +223,30 @@ def _page_cache(value, s) -> str:
     return " / ".join(fmt_mib(summarize(v)["median"]) if v else "-" for v in (value, resident))
 
 
+def _dual(value, s) -> str:
+    path, until = dig(s, "dual_era.path"), dig(s, "dual_era.until")
+    ready = isinstance(until, str) and until.startswith("ready")
+    return fmt_ms(value) + ("" if path is None else f" ({_text(path)}{'; to ready' * ready})")
+
+
+def _launcher(value, s) -> str:
+    direct, kind = dig(s, "launcher.direct_ms.median"), dig(s, "launcher.kind")
+    return (fmt_ms(value) + f" ({_text(kind)}; direct {_or_dash(fmt_ms, direct)})")
+
+
+def _network(value, s) -> str:
+    ms = dig(s, "launcher.network_ms.median")
+    said = {True: "yes", False: "no"}.get(value, dig(s, "launcher.network_verdict") or "?")
+    return f"{said}{'' if ms is None else f': {fmt_ms(ms)} ms'}"
+
+
+def _caching(value, s) -> str:
+    ttl = dig(s, "caching.tools_list_ttl_ms")
+    first = dig(s, "caching.deferred_first_call_ms")
+    text = _yes(value) + (f" (ttl {number(ttl) / 1000:g} s)" if value and ttl else "")
+    return text + ("" if first is None else f"; first call {fmt_ms(first)} ms")
+
+
 def _plain(render: Callable) -> Callable[[object, dict], str]:
     return lambda value, _s: render(value)
 
@@ -338,6 +363,13 @@ ROWS: list[Row] = [
         _plain(fmt_ms)),
     Row("modern_ms.first_call.median", "cold start a 2026 client sees: first call, median (ms)",
         _plain(fmt_ms)),
+    Row("dual_era.ms.median", "a dual-era client's first call, median (ms, path)", _dual,
+        ("dual_era.path",)),
+    Row("launcher.overhead_ms.median", "launcher overhead, median of per-round differences (ms)",
+        _launcher, ("launcher.direct_ms.median", "launcher.kind")),
+    Row("launcher.overhead_bytes", "launcher overhead, idle PSS (MiB)", _plain(fmt_mib)),
+    Row("launcher.network_each_start", "launcher went to the network on every start", _network,
+        ("launcher.network_ms.median", "launcher.network_verdict")),
     Row("round_trip_ms.p50", "warm round trip p50 / p95 (ms, n)", _round_trip,
         ("round_trip_ms.p95", "round_trip_ms.n")),
     Row("memory.idle_rss_bytes", "idle RSS (MiB)", _plain(fmt_mib)),
@@ -355,6 +387,9 @@ ROWS: list[Row] = [
     Row("tools.count", "tools listed", _plain(_count)),
     Row("tools.list_bytes", "tools/list result (KiB)", _plain(_kib)),
     Row("tools.definitions_bytes", "tool definitions (KiB)", _plain(_kib)),
+    Row("tools.tokens.count", "tool definitions (tokens, o200k_base)", _plain(_count)),
+    Row("caching.may_defer_spawn", "may show cached tools, spawn at the first call", _caching,
+        ("caching.tools_list_ttl_ms", "caching.deferred_first_call_ms")),
     Row("tools.with_output_schema", "outputSchema (tools with one; the called tool)",
         _output_schema, ("tools.output_schema",)),
     Row("tools.structured_content", "structuredContent", _plain(_yes)),
@@ -661,7 +696,7 @@ def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
 def _startup(doc: dict, label: str | None) -> list[str]:
     """The startup-budget section: what starting every server at once costs."""
     startup = doc.get("startup")
-    if not isinstance(startup, dict):
+    if not isinstance(startup, dict) or not set(startup) - {"sessions"}:
         return []
     lines = [f"Startup budget{f' ({label})' if label else ''}: every server spawned at once, "
              "as an editor does at launch"]
@@ -765,6 +800,8 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     sections = [text, machine, "\n".join(notes)]
     for doc, label in zip(docs, labels_):
         sections.append("\n".join(_startup(doc, label if several else None)))
+        sections.append("\n".join(sessions_section(doc, label if several else None)))
+        sections.append("\n".join(caps_section(doc, label if several else None)))
     sections.append("\n".join(_provenance(doc, label if several else None, markdown)
                               for doc, label in zip(docs, labels_)))
     out = "\n\n".join(s for s in sections if s)

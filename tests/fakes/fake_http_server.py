@@ -28,11 +28,14 @@ parser.add_argument("--slow", type=float, default=0, help="seconds before any to
 parser.add_argument("--slow-load", type=float, default=0,
                     help="seconds before answering tools/call from the load engine (its agent)")
 parser.add_argument("--exit-on-call", action="store_true", help="exit 3 at tools/call")
+parser.add_argument("--session-mib", type=int, default=0,
+                    help="hold this many MiB (pages touched) per open session, freed by DELETE")
 parser.add_argument("--no-answer-stream", action="store_true",
                     help="end the event stream without the answer")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
+HELD: dict[str, bytes] = {}  # --session-mib: what each open session holds
 LOCK = threading.Lock()
 META = "io.modelcontextprotocol/"
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
@@ -91,6 +94,7 @@ class Handler(BaseHTTPRequestHandler):
         with LOCK:
             known = sid in SESSIONS
             SESSIONS.discard(sid)
+            HELD.pop(sid, None)
         self.reply(204 if known else 404, b"", "text/plain")
 
     def do_GET(self):
@@ -119,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
             sid = uuid.uuid4().hex
             with LOCK:
                 SESSIONS.add(sid)
+                if args.session_mib:
+                    HELD[sid] = b"\x01" * (args.session_mib << 20)
             headers["Mcp-Session-Id"] = sid
         else:
             sid = self.headers.get("Mcp-Session-Id")

@@ -60,6 +60,8 @@ parser.add_argument("--double-fork-mib", type=int, default=0,
                     help="a helper that double-forks out of the session, holding this many MiB")
 parser.add_argument("--discover", default=None, metavar="VERSIONS",
                     help="answer server/discover with these comma-separated supportedVersions")
+parser.add_argument("--ttl-ms", type=int, default=None, metavar="MS",
+                    help="caching hints: ttlMs MS, cacheScope public on discover and tools/list")
 parser.add_argument("--discover-no-result-type", action="store_true",
                     help="answer server/discover without resultType")
 parser.add_argument("--exit-on-discover", action="store_true",
@@ -220,6 +222,8 @@ def discover(message: dict) -> None:
                                                                "version": "1"}}}
     if not args.discover_no_result_type:
         result.update(resultType="complete", ttlMs=0, cacheScope="private")
+        if args.ttl_ms is not None:
+            result.update(ttlMs=args.ttl_ms, cacheScope="public")
     send({"jsonrpc": "2.0", "id": mid, "result": result})
 
 
@@ -288,6 +292,8 @@ def handle(message: dict) -> None:
         cursor = (message.get("params") or {}).get("cursor")
         page = 0 if args.cursor_loop else int(cursor or 0)
         result = {"tools": [tools[page]] if args.pages > 1 else tools}
+        if args.ttl_ms is not None:
+            result.update(resultType="complete", ttlMs=args.ttl_ms, cacheScope="public")
         if args.cursor_loop:
             result["nextCursor"] = "same"
         elif page + 1 < args.pages:
