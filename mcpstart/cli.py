@@ -9,7 +9,6 @@ import random
 import sys
 from functools import reduce
 from importlib import import_module
-from pathlib import Path
 
 import click
 
@@ -19,6 +18,7 @@ from .views.progress import Display, emit as _progress
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 SHAPES = ("json", "csv", "markdown")
+PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "http", "history")
 
 
 class InputError(click.ClickException):
@@ -56,8 +56,7 @@ def _finite(unit: str = ""):
 
 
 def opt(*names, check=None, **kw):
-    """click.option; ``check(value)`` validates it (a ValueError is a usage error naming the
-    option); a default is shown."""
+    """click.option; ``check(value)`` validates (a ValueError: a usage error); defaults shown."""
     def callback(ctx, param, value):
         try:
             return value if value is None or check is None else check(value)
@@ -82,7 +81,10 @@ tablefmt_opt = opt("--format", "tablefmt", default="github", help="Any tabulate 
                    check=_lib(".views.table:check_format"))
 fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:check_format",
               ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
-output_check = _lib(".results:output_path")
+timeout_opt = opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS,
+                  check=FINITE_S, help="Seconds a start may take (the first: an npx download).")
+probe_opt = opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S,
+                type=SECONDS, check=FINITE_S, help="Seconds each revision-matrix probe may take.")
 targets_opts = apply(
     opt("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
         help="Measure this command (split like a shell, run without one); repeatable."),
@@ -119,23 +121,24 @@ def _exports(kw: dict):
     return _input(ExportManager, {name: kw.pop(f"export_{name}") for name in SHAPES})
 
 
-def _run(work: str, command, kw: dict, display, *plan, **settings):
-    """``engine.<work>`` of the job the options name (Settings fields by name, ``settings``)."""
+def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
+    """``engine.<work>`` of the job the options name (Settings fields by name, ``settings``)
+    under a progress display; ``show(outcome, display)`` prints it; then says where the
+    results went and exits (1: a server failed)."""
     from . import engine
     from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
 
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
-    job = _input(engine.job_for, command, kw, Settings.from_options(BASE, kw, **settings), argv,
-                 _progress, *plan)
-    display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
-    return _input(getattr(engine, work), job)
-
-
-def _written(outcome) -> None:
-    said = _input(outcome.written)
-    if said:
-        _progress(said)
+    with Display(quiet=quiet) as display:
+        job = _input(engine.job_for, command, kw, Settings.from_options(BASE, kw, **settings),
+                     argv, _progress, *plan)
+        display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
+        outcome = _input(getattr(engine, work), job)
+        show(outcome, display)
+        if said := _input(outcome.written):
+            _progress(said)
+    sys.exit(1 if outcome.failed else 0)
 
 
 def _show(loaded: list, fmt: str, exports, *args) -> None:
@@ -147,7 +150,7 @@ def _show(loaded: list, fmt: str, exports, *args) -> None:
 def _load(paths, reader: str) -> list:
     from .results import load
 
-    return [_input(load, Path(p), reader) for p in paths]
+    return [_input(load, p, reader) for p in paths]
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
@@ -158,9 +161,8 @@ Typical use, in any folder (the reference recipes ship with mcpstart):
   mcpstart report mcpstart-results.json    # the table again, from the results file""")
 @click.version_option(__version__, prog_name="mcpstart")
 def main() -> None:
-    """Profile MCP servers: the reference `reverse_text` server of each official SDK and a C
-    floor, or any you name. Cold start and its phases, memory idle and under a large call,
-    round trips, footprint, protocol revisions, an editor's startup budget."""
+    """Profile MCP servers (each official SDK's reference server, a C floor, or any you name):
+    cold start and phases, memory, round trips, footprint, revisions, sessions, HTTP load."""
 
 
 @main.command(short_help="Build the reference servers (cached; only what changed).",
@@ -175,16 +177,11 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     from .engine import build as build_all
     from .targets.build import report_line
 
-    failed = []
-
-    def built(item) -> None:
-        display.close()  # the line below goes to stdout: no live line in its way
-        click.echo(report_line(item))
-        failed.append(item.status == "failed" or (item.status == "skipped" and require_all))
-
-    with Display(quiet=quiet) as display:
-        _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress, built, sdk, pre)
-    sys.exit(1 if any(failed) else 0)
+    with Display(quiet=quiet) as display:  # a build's line goes to stdout, the live line away
+        builds = _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress,
+                        lambda item: (display.close(), click.echo(report_line(item))), sdk, pre)
+    sys.exit(int(any(b.status == "failed" or (b.status == "skipped" and require_all)
+                     for b in builds)))
 
 
 @main.command(short_help="Build what is stale, measure each server, print a table.",
@@ -197,11 +194,9 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000), help="Warm-ups."),
     opt("--only", multiple=True, metavar="NAME", help="Measure only this server; repeatable."),
     opt("--output", "-o", default=defaults.OUTPUT, type=click.Path(dir_okay=False),
-        check=output_check, help="Results file (JSON); its TOML copy is written beside it."),
-    opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS, check=FINITE_S),
-    opt("--protocol-version", "requested_revision", default=defaults.REVISION,
-        check=_lib(".wire:revision"),
-        help="Revision asked for in initialize (the table shows what was negotiated)."),
+        check=_lib(".results:output_path"), help="Results file (JSON; a TOML copy beside)."),
+    timeout_opt, opt("--protocol-version", "requested_revision", default=defaults.REVISION,
+                     check=_lib(".wire:revision"), help="Revision asked for in initialize."),
     opt("--payload-bytes", default=defaults.PAYLOAD_BYTES, type=click.IntRange(1, 128 << 20)),
     opt("--call", "call_tool", metavar="TOOL", help="Tool to call (default: reverse_text)."),
     opt("--args", "call_args", metavar="JSON", help='Arguments of --call; "{payload}" in a '
@@ -211,27 +206,25 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S),
     opt("--order", type=click.Choice(["interleave", "sequential"]),
         help="Shuffled rounds of one run per server (default for several), or per server."),
-    opt("--seed", type=click.IntRange(min=0), help="Seed of the shuffle (default: random)."),
+    opt("--seed", type=click.IntRange(min=0), default=lambda: random.randrange(2**32),
+        show_default=False, help="Seed of the shuffle (default: random)."),
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: evict the server's files from the page cache before every run."),
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
-    opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
-        check=FINITE_S, help="Seconds each revision-matrix probe may take."),
-    opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="SECONDS,...",
-        help="Startup limits for an all-at-once start (default for several named: 3,10,30,60)."),
+    probe_opt, opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="S,...",
+                   help="Startup limits of an all-at-once start (several named: 3,10,30,60)."),
+    opt("--sessions", type=click.IntRange(2, 64), metavar="N", help="Also N of each at once."),
+    opt("--fallback-timeout", "fallback_timeout_s", type=SECONDS, check=FINITE_S,
+        help="Seconds a dual-era client waits for server/discover (default 10, as the SDKs)."),
     opt("--transport", type=click.Choice(["stdio", "http", "both"]), default="stdio",
         help="Reference servers over stdio, Streamable HTTP ({port} in argv), or both."),
     opt("--url", help="A Streamable HTTP server already running (no start-up figures)."),
     opt("--remote", is_flag=True, help="Also measure a config's HTTP entries (--config)."),
     opt("--load-s", "load_seconds", type=click.FloatRange(min=0), check=FINITE_S,
-        help=f"Seconds per load scenario on HTTP servers (0: none) [default: {defaults.LOAD_S:g}]."),
+        help=f"Seconds per HTTP load scenario (0: none) [default: {defaults.LOAD_S:g}]."),
     opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
         check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
-    opt("--sessions", type=click.IntRange(2, 64), metavar="N",
-        help="Also start N copies of every server at once, as N editor sessions do."),
-    opt("--fallback-timeout", "fallback_timeout_s", type=SECONDS, check=FINITE_S,
-        help="Seconds a dual-era client waits for server/discover (default 10, as the SDKs)."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
     cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -242,32 +235,24 @@ def measure(command, quiet, fmt, **kw) -> None:
     all-at-once start (--budget). Table to stdout, progress to stderr, samples to -o.
     Exit status: 0 all measured or skipped; 1 a server failed (the table says why); 2 bad
     input; 128+N stopped by signal N (what was measured stays in the results file)."""
-    from .results import Results
     from .wire import ToolCall
 
     kw["exports"] = exports = _exports(kw)
     call = _input(ToolCall.parse, kw["call_tool"], kw["call_args"])
-    seed = kw["seed"] if kw["seed"] is not None else random.randrange(2**32)
-    with Display(quiet=quiet) as display:
-        outcome = _run("measure", command, kw, display, kw["only"], kw["name"], kw["floor"],
-                       call=call, seed=seed)
-        shown = outcome.results.to_dict()  # secrets masked
-        display.outcomes(shown["servers"])
-        _show([Results.from_dict(shown)], fmt, exports)
-        _written(outcome)
-    sys.exit(1 if outcome.failed else 0)
+
+    def show(outcome, display) -> None:
+        shown = outcome.shown()
+        display.outcomes(shown.to_dict()["servers"])
+        _show([shown], fmt, exports)
+    _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call)
 
 
 @main.command(short_help="Which protocol revisions each server speaks (the revision matrix).",
               epilog="\b\nExamples:\n  mcpstart revisions --config .vscode/mcp.json -o m.json\n"
                      "  mcpstart revisions -- npx -y @modelcontextprotocol/server-memory")
 @click.argument("names", nargs=-1)
-@apply(targets_opts,
-       opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S, type=SECONDS,
-           check=FINITE_S, help="Seconds each probe may take before it counts as no answer."),
-       opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS, check=FINITE_S,
-           help="Seconds the first, unprobed start may take (a first npx/uvx download)."),
-       opt("--output", "-o", type=click.Path(dir_okay=False), check=output_check,
+@apply(targets_opts, probe_opt, timeout_opt,
+       opt("--output", "-o", type=click.Path(dir_okay=False), check=_lib(".results:output_path"),
            help="Also write a results file (JSON, with its TOML copy)."),
        sdk_opts, recipes_opt, cache_opt, tablefmt_opt, quiet_opt)
 def revisions(names, tablefmt, quiet, **kw) -> None:
@@ -275,17 +260,12 @@ def revisions(names, tablefmt, quiet, **kw) -> None:
     process per probe: server/discover (2026-07-28), and initialize asking each revision and
     an unknown one. Prints each outcome, the answer or the error verbatim, and its time.
     Exit status: 0 all probed; 1 one could not be spawned or built; 2 bad input."""
-    from .results import Results
     from .views.revisions import matrix_table
 
-    command = ()
-    if "--" in click.get_current_context().meta["mcpstart.argv"]:  # revisions -- COMMAND
-        command, names = names, ()
-    with Display(quiet=quiet) as display:
-        outcome = _run("revisions", command, kw, display, names)
-    click.echo(matrix_table(Results.from_dict(outcome.results.to_dict()), tablefmt))
-    _written(outcome)
-    sys.exit(1 if outcome.failed else 0)
+    argv = click.get_current_context().meta["mcpstart.argv"]
+    command, names = (names, ()) if "--" in argv else ((), names)  # revisions -- COMMAND
+    _run("revisions", command, kw, quiet, lambda outcome, display: (
+        display.close(), click.echo(matrix_table(outcome.shown(), tablefmt))), names)
 
 
 @main.command(short_help="Print the table of results files again, or export them.",
@@ -295,21 +275,17 @@ Example: two machines' cold start and idle memory, servers as rows:
       --metrics handshake_ms.median --metrics memory.idle_rss_bytes --transpose""")
 @click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
 @apply(fmt_opt,
-       opt("--metrics", multiple=True, metavar="PATH",
-           help="Only this row, by its key path (handshake_ms.median); repeatable, in order."),
+       opt("--metrics", multiple=True, metavar="PATH", help="Only this row; repeatable, in order."),
        opt("--transpose", is_flag=True, help="Servers as rows, metrics as columns."),
-       opt("--label", "labels", multiple=True, metavar="LABEL",
-           help="Column label of each file, once per file (default: its hostname)."),
+       opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
        export_opts)
 def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
     """Print the table of results files without measuring again (default:
     mcpstart-results.json here): a column per server, per server and file for several.
     Exit status 2 for a file that cannot be read or is no results file."""
-    exports = _exports(kw)
-    paths = results_files or [defaults.OUTPUT]
-    if labels and len(labels) != len(paths):
-        raise click.UsageError(f"{len(labels)} --label for {len(paths)} file(s): give one per file")
-    _show(_load(paths, "report"), fmt, exports, list(labels) or None, metrics, transpose)
+    exports = _exports(kw)  # refused before any file is read
+    _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, exports,
+          list(labels) or None, metrics, transpose)
 
 
 @main.command(short_help="Compare two results files, or two variants; exit 1 on a regression.",
@@ -318,10 +294,9 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
                      "  mcpstart compare r.json --old-variant python@2.2.0 --new-variant python")
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", required=False, type=click.Path(dir_okay=False))
-@apply(opt("--threshold", default=10.0, type=click.FloatRange(min=0), check=_finite(),
-           help="Percent above OLD's median a significant slowdown must reach to count."),
-       opt("--alpha", default=0.01, type=click.FloatRange(0, 1, min_open=True),
-           help="Significance level of the exact one-sided Mann-Whitney U test."),
+@apply(opt("--threshold", default=defaults.THRESHOLD_PCT, type=click.FloatRange(min=0),
+           check=_finite(), help="Percent a slowdown must reach to count."),
+       opt("--alpha", default=defaults.ALPHA, type=click.FloatRange(0, 1, min_open=True)),
        opt("--old-variant", metavar="NAME", help="With one file: its server NAME is OLD."),
        opt("--new-variant", metavar="NAME", help="With one file: its server NAME is NEW."),
        tablefmt_opt)
@@ -332,36 +307,28 @@ def compare(old, new, threshold, alpha, old_variant, new_variant, tablefmt) -> N
     Mann-Whitney U test that NEW is slower; memory and footprint by ratio. Exit status: 1 a
     regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's, or a server ok in
     OLD failed in NEW); 0 none; 2 bad input."""
-    from .views.compare import compare as compare_results, render, variant_pair
+    from .views.compare import compare as compare_results, render, sides
 
-    if bool(old_variant) != bool(new_variant) or bool(old_variant) == bool(new):
-        raise click.UsageError("give OLD and NEW files, or one file with --old-variant and "
-                               "--new-variant")
-    files = _load((old, new) if new else (old,), "compare")
-    before, after = (_input(variant_pair, files[0].to_dict(), old_variant, new_variant)
-                     if old_variant else (r.to_dict() for r in files))
+    before, after, names = _input(sides, lambda path: _load([path], "compare")[0].to_dict(),
+                                  (old, new), (old_variant, new_variant))
     comparison = compare_results(before, after, threshold, alpha, same_run=bool(old_variant))
-    click.echo(render(comparison, tablefmt, *((old_variant, new_variant) if old_variant
-                                              else (old, new))))
+    click.echo(render(comparison, tablefmt, *names))
     sys.exit(1 if comparison.regressions else 0)
 
 
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",
-              epilog="\b\nExample:\n  mcpstart plot mcpstart-results.json -o cold.svg "
-                     "--kind cold-start")
+              epilog="\b\nExample:\n  mcpstart plot r.json -o cold.svg --kind cold-start")
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
-       opt("--kind", type=click.Choice(["cold-start", "memory", "footprint", "timeline", "http",
-                                         "history"]),
-           help="One chart. Default: a panel per chart the file can fill."))
+       opt("--kind", type=click.Choice(PLOT_KINDS), help="One chart (default: all it can)."))
 def plot(results_file, output, kind) -> None:
     """Draw charts of a results file: cold start per server (median, min to max, the floor
     as a line), memory (idle per process, peak), footprint, an all-at-once start's
     timeline; history: each metric against the SDK version of --sdk variants."""
     from .views.plot import write
 
-    _input(write, _load([results_file], "plot")[0], kind, Path(output))
+    _input(write, _load([results_file], "plot")[0], kind, output)
     _progress(f"wrote {output}")
 
 
@@ -381,7 +348,3 @@ def doctor(recipes_dir, require_all, configs, tablefmt) -> None:
     checks = run_checks(recipes_dir, require_all, configs)
     click.echo(render(checks, tablefmt))
     sys.exit(verdict(checks)[1])
-
-
-if __name__ == "__main__":
-    main()

@@ -23,3 +23,7 @@ LOAD_RATE = 100.0
 """Requests per second of the fixed-rate load scenario."""
 HTTP_SESSIONS = 100
 """Full sessions timed per HTTP server (and the memory slope over them)."""
+THRESHOLD_PCT = 10.0
+"""compare: percent above OLD's median a significant slowdown must reach to count."""
+ALPHA = 0.01
+"""compare: significance level of its exact one-sided Mann-Whitney U test."""

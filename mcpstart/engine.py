@@ -103,6 +103,10 @@ class Outcome:
                            f"{err.strerror or err}")
         return None if self.output is None else f"results written to {self.output} and {self.output.with_suffix('.toml')}"
 
+    def shown(self) -> Results:
+        """The Results as printed: read back from their JSON form, secrets masked."""
+        return Results.from_dict(self.results.to_dict())
+
     @property
     def failed(self) -> bool:
         """True when a server failed (exit status 1)."""
@@ -251,10 +255,11 @@ def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
 
 def build(names: list[str], recipes_dir: str | None, cache_dir: str | None, rebuild: bool,
           progress: Progress, on_built: Callable, sdk: tuple[str, ...] = (),
-          pre: bool = False) -> None:
+          pre: bool = False) -> list:
     """Build the recipes ``names`` (all of them when empty) from ``recipes_dir`` (or the
     default folder, said through ``progress``), and the ``sdk`` variants of them
-    (targets/variants.py), calling ``on_built(build)`` after each.
+    (targets/variants.py), calling ``on_built(build)`` after each. Returns the builds
+    (targets.build.Build), in recipe order.
 
     Raises:
         JobError: the recipe folder, a recipe, an --sdk value or the cache folder cannot be
@@ -269,5 +274,8 @@ def build(names: list[str], recipes_dir: str | None, cache_dir: str | None, rebu
     for note in notes:
         progress(note)
     cache = cache_folder(cache_dir)
+    builds = []
     for recipe in recipes:
-        on_built(ensure_built(recipe, cache, rebuild, progress))
+        builds.append(ensure_built(recipe, cache, rebuild, progress))
+        on_built(builds[-1])
+    return builds

@@ -517,7 +517,7 @@ def test_report_writes_hyperfine_exports(tmp_path):
     (["{tmp}/broken.json"], "broken.json"),
     (["{tmp}/other.json"], "not an mcpstart results file"),
     (["{tmp}/a.toml"], "report reads the JSON results file"),
-    (["{tmp}/a.json", "--label", "x", "--label", "y"], "2 --label for 1 file(s)"),
+    (["{tmp}/a.json", "--label", "x", "--label", "y"], "2 label(s) for 1 file(s)"),
     (["{tmp}/a.json", "--metrics", "handshake_ms.p99"], "known: status, server_info"),
     (["{tmp}/a.json", "--format", "githb"], "'githb' is not csv, json or one of"),
 ])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import warnings as warn
+from ..defaults import ALPHA, THRESHOLD_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, mann_whitney_greater, smallest_p, summarize
 
@@ -25,9 +26,6 @@ SINGLES = ("memory.idle_rss_bytes", "memory.idle_pss_bytes", "memory.peak_rss_by
 """Single values per server: compared by ratio only ("no test")."""
 
 MIB = 1024 * 1024
-ALPHA, THRESHOLD_PCT = 0.01, 10.0
-"""compare's defaults: the test's significance level and the percent by which a significantly
-slower median must exceed OLD's to count."""
 
 
 @dataclass
@@ -165,6 +163,24 @@ def variant_pair(results: dict, old_name: str, new_name: str) -> tuple[dict, dic
     pair = f"{old_name} -> {new_name}"
     return tuple({**results, "servers": [{**servers[n], "name": pair}]}
                  for n in (old_name, new_name))
+
+
+def sides(read, paths: tuple, variants: tuple) -> tuple[dict, dict, tuple]:
+    """What ``compare`` is given from the command line: ``paths`` (OLD, NEW or None), or
+    with ``variants`` (OLD_NAME, NEW_NAME) the two servers of one file (``variant_pair``);
+    ``read(path)`` gives a file's JSON form, asked only once the arguments hold. Returns
+    ``(old, new, (old_label, new_label))``.
+
+    Raises:
+        ValueError: not OLD and NEW files nor one file with both variants; as
+            ``variant_pair``.
+    """
+    if bool(variants[0]) != bool(variants[1]) or bool(variants[0]) == bool(paths[1]):
+        raise ValueError("give OLD and NEW files, or one file with --old-variant and "
+                         "--new-variant")
+    if variants[0]:
+        return (*variant_pair(read(paths[0]), *variants), variants)
+    return read(paths[0]), read(paths[1]), paths
 
 
 def compare(old: dict, new: dict, threshold_pct: float = THRESHOLD_PCT, alpha: float = ALPHA,
