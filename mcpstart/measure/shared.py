@@ -48,15 +48,15 @@ def _ready(session: Session, settings: Settings, answered: bool = False) -> int:
     return session.transport.now_ns()
 
 
-def _client(url: str, headers: dict | None, settings: Settings) -> tuple[Session, int]:
-    """One more client session of its own on the running server, taken to ready; returns
-    it (still open) with its ready time."""
+def _client(url: str, headers: dict | None, settings: Settings
+            ) -> tuple[Session, int | SessionError]:
+    """One more client session of its own on the running server, taken to ready: returns it
+    (still open: the caller's thread shuts it down) with its ready time, or the error."""
     session = Session.start(HttpTransport(url=url, headers=headers), waits=settings.waits)
     try:
         return session, _ready(session, settings)
-    except BaseException:
-        session.shutdown()
-        raise
+    except SessionError as err:
+        return session, err
 
 
 def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dict:
@@ -77,7 +77,7 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
         "clientInfo": client_info()}}
     out = {"copies": copies, "ready_ms": None, "memory": None, "settled": None,
            "settle_s": None}
-    opened: list[Session] = []
+    others = []
     with spawn.started([(server.command, first)], http_settings(server, settings),
                        timed=True) as (session,):
         transport = session.transport
@@ -87,15 +87,8 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
                                       settings) for _ in range(copies - 1)]
                 initialize_result(session.wait(1, settings.timeout_s))
                 ends = [_ready(session, settings, answered=True)]
-                errors = []
-                for future in others:
-                    try:
-                        client, end = future.result()
-                    except SessionError as err:
-                        errors.append(err)
-                    else:
-                        opened.append(client)
-                        ends.append(end)
+            ends += [future.result()[1] for future in others]
+            errors = [end for end in ends if isinstance(end, SessionError)]
             if errors:
                 raise errors[0]
             out["ready_ms"] = (max(ends) - transport.t0_ns) / 1e6
@@ -103,9 +96,9 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
                 out["settled"], out["settle_s"] = memory.settle(
                     transport.processes, time.sleep, settings.settle)
                 out["memory"] = sums(memory.idle_rows(transport.processes))
-        finally:
-            for client in opened:
-                client.shutdown()
+        finally:  # every client, once all threads are done (the pool's end waits for them)
+            for future in others:
+                future.result()[0].shutdown()
     return out
 
 
