@@ -117,6 +117,13 @@ def test_launch_notes(argv, notes):
     (["node", "--max-old-space-size=64", "-e", "setInterval(()=>{})"], "node -e"),
     (["/usr/lib/chromium/chromium", "--type=renderer", "--lang=en-US"], "chromium"),
     ([], "npm exec @upsta"),
+    # as a real npx run shows its tree: npm exec's title over its argv, the shell it runs the
+    # bin through (quoted), and node on the bin's link in node_modules/.bin
+    (["npm exec @modelcontextprotocol/server-everything@2026.8.31", "", ""],
+     "npm exec @modelcontextprotocol/server-e…"),
+    (["sh", "-c", "'mcp-server-everything'"], "sh -c mcp-server-everything"),
+    (["node", "/r/.npm/_npx/a7/node_modules/.bin/mcp-server-everything"],
+     "node mcp-server-everything"),
 ])
 def test_one_naming_rule_for_every_process(cmdline, label):
     from mcpstart.targets.cmdline import LABEL_CHARS, process_label

@@ -241,13 +241,15 @@ def process_label(cmdline: list[str], name: str = "") -> str:
     kernel's 15-character comm) when there is no command line."""
     if not cmdline:
         return name or "?"
+    if " " in cmdline[0] and not any(cmdline[1:]):  # a title the process set (npm exec's)
+        cmdline = cmdline[0].split()
     words = [_program(cmdline[0]), *cmdline[1:]]
     for launcher in _RUNNERS:
         if tuple(words[:len(launcher)]) == launcher:
             return _cut(f"{' '.join(launcher)} {server_name(cmdline)}")
     program = words[0]
     if program in _SHELLS and len(words) > 2 and words[1] == "-c":
-        inner = words[2].split()
+        inner = _shell_words(words[2])
         return _cut(f"{program} -c {_program(inner[0]) if inner else ''}".rstrip())
     if _INTERPRETERS.match(program):
         args = iter(words[1:])
@@ -293,10 +295,20 @@ def launcher_of(cmdline: list[str]) -> str | None:
         return f"{words[0]} -c"
     return None
 
+def _shell_words(text: str) -> list[str]:
+    """A shell command string's words as the shell reads them (quotes removed), or split on
+    blanks when its quotes do not balance."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def _script(path: str) -> str:
-    """A script as a label names it: the npm package it belongs to, else its file name."""
+    """A script as a label names it: the npm package it belongs to, else its file name (also
+    for a link in node_modules/.bin, which names a package's bin, not the package)."""
     parts = path.replace("\\", "/").split("/")
-    if "node_modules" in parts:
+    if "node_modules" in parts and parts[-2:-1] != [".bin"]:
         at = len(parts) - 1 - parts[::-1].index("node_modules")
         package = parts[at + 1:at + 3] if parts[at + 1:at + 2] and parts[at + 1].startswith("@") \
             else parts[at + 1:at + 2]
