@@ -120,7 +120,7 @@ def test_launch_notes(argv, notes):
     # as a real npx run shows its tree: npm exec's title over its argv, the shell it runs the
     # bin through (quoted), and node on the bin's link in node_modules/.bin
     (["npm exec @modelcontextprotocol/server-everything@2026.8.31", "", ""],
-     "npm exec @modelcontextprotocol/server-e…"),
+     "npm exec server-everything"),
     (["sh", "-c", "'mcp-server-everything'"], "sh -c mcp-server-everything"),
     (["node", "/r/.npm/_npx/a7/node_modules/.bin/mcp-server-everything"],
      "node mcp-server-everything"),

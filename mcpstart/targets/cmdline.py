@@ -236,9 +236,11 @@ def process_label(cmdline: list[str], name: str = "") -> str:
     """One short name for any process of a server's tree, by one rule: a package runner and
     the package it runs ("npx @upstash/context7-mcp", "uvx mcp-server-sqlite"); an
     interpreter and what it runs ("node @upstash/context7-mcp" for a script in an npm
-    package, "node index.js", "python -m mcp_server_time", "java server.jar", "python3 -c" for inline code, "sh -c
-    python3"); else the program's name. At most LABEL_CHARS characters; ``name`` (the
-    kernel's 15-character comm) when there is no command line."""
+    package, "node index.js", "python -m mcp_server_time", "java server.jar", "python3 -c"
+    for inline code, "sh -c python3"); else the program's name. At most LABEL_CHARS
+    characters (a runner's scoped package that does not fit loses its scope first:
+    "npm exec server-everything"); ``name`` (the kernel's 15-character comm) when there is
+    no command line."""
     if not cmdline:
         return name or "?"
     if " " in cmdline[0] and not any(cmdline[1:]):  # a title the process set (npm exec's)
@@ -246,7 +248,11 @@ def process_label(cmdline: list[str], name: str = "") -> str:
     words = [_program(cmdline[0]), *cmdline[1:]]
     for launcher in _RUNNERS:
         if tuple(words[:len(launcher)]) == launcher:
-            return _cut(f"{' '.join(launcher)} {server_name(cmdline)}")
+            package = server_name(cmdline)
+            label = f"{' '.join(launcher)} {package}"
+            if len(label) > LABEL_CHARS and package.startswith("@") and "/" in package:
+                label = f"{' '.join(launcher)} {package.split('/', 1)[1]}"  # the scope goes first
+            return _cut(label)
     program = words[0]
     if program in _SHELLS and len(words) > 2 and words[1] == "-c":
         inner = _shell_words(words[2])
@@ -294,6 +300,7 @@ def launcher_of(cmdline: list[str]) -> str | None:
     if words[0] in _SHELLS and len(words) > 2 and words[1] == "-c":
         return f"{words[0]} -c"
     return None
+
 
 def _shell_words(text: str) -> list[str]:
     """A shell command string's words as the shell reads them (quotes removed), or split on
