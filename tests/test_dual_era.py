@@ -151,6 +151,10 @@ def test_a_client_may_defer_the_spawn_only_for_fresh_hints():
     text = table(measure.results.to_dict())
     assert "Tool caps: 3 server(s) list 3 tool(s) together, 120 tokens" in text
     assert "- Cursor (cap 40 tools): together they fit" in text
+    reference = measure.results.to_dict()
+    for row in reference["servers"]:
+        row["language"] = "python"  # as if each were a reference server: no one's setup
+    assert "Tool caps" not in table(reference)
 
 
 class NoReverse(Silent):

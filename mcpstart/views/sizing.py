@@ -45,10 +45,12 @@ def _ms(value) -> str:
 
 
 def caps_section(doc: dict, label: str | None) -> list[str]:
-    """Every server's tools together (and each alone where it passes a cap on its own)
-    against TOOL_CAPS and TOKEN_BUDGETS; [] when no server listed tools, or for a file from
-    before tokens were counted (its report reads as it did)."""
-    rows = servers(doc)
+    """Every named server's tools together (and each alone where it passes a cap on its own)
+    against TOOL_CAPS and TOKEN_BUDGETS, as a config starts them all; the reference servers
+    (rows of a recipe's language) are no one's setup and are left out. [] when no such
+    server listed tools, or for a file from before tokens were counted (its report reads as
+    it did)."""
+    rows = [s for s in servers(doc) if not s.get("language")]
     if not any(isinstance(s.get("tools"), dict) and "tokens" in s["tools"] for s in rows):
         return []
     counted = [(name_of(s), number_or_none(dig(s, "tools.count")),
