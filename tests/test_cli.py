@@ -139,8 +139,8 @@ def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
     assert report.exit_code == 0
     shutdown_row = next(l for l in report.output.splitlines() if l.startswith("| shutdown"))
     assert shutdown_row.rstrip(" |").endswith("?")
-    # one banner per session: 1 warm-up + 2 runs + the tool session
-    assert "- good warning: skipped 4 stdout line(s) that are not JSON-RPC" in report.output
+    # one banner per session: 1 warm-up + 2 runs, the tool session, the dual-era client's 3
+    assert "- good warning: skipped 7 stdout line(s) that are not JSON-RPC" in report.output
     assert "peak RSS, 100000 B call (MiB)" in report.output
 
 

@@ -128,6 +128,14 @@ def test_every_kind_alone_at_every_point(tmp_path):
             check([Mutation(kind.name, method)], tmp_path)
 
 
+def test_a_deviation_met_only_in_a_later_start_is_the_rows_warning(tmp_path):
+    """Found by the 5000-case run: the handshake fails (the server closes its stdin after
+    initialize), and tools/list is asked only by the caching start, whose string id must be
+    warned about in the row as any other start's."""
+    check([Mutation("close_stdin", "initialize"), Mutation("id_other_type", "tools/list")],
+          tmp_path)
+
+
 SCRIPTED = Path(__file__).parent / "fakes" / "scripted_server.py"
 REAL_KINDS = [k for k in KINDS if k.expect != "timeout" and k.family == "process"] + [
     BY_NAME[name] for name in ("split_writes", "no_final_newline", "invalid_utf8", "cut_off")]

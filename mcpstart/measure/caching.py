@@ -21,6 +21,7 @@ none); ttlMs 0 or absent means the client should re-fetch, which needs the proce
 from __future__ import annotations
 
 from ..command import Command
+from ..transports.session import Traffic
 from ..wire import modern_meta, modern_request, paging_stop
 from . import spawn
 from .client import result_of
@@ -30,9 +31,10 @@ NOT_MODERN = ("legacy server: the initialize era has no caching hints, so a clie
               "it to list its tools")
 
 
-def hints(command: Command, settings: Settings) -> dict:
+def hints(command: Command, settings: Settings, traffic: Traffic | None = None) -> dict:
     """One untimed start with the modern envelope: ``server/discover``, then ``tools/list``
-    followed through its pages; the hints of each answer.
+    followed through its pages; the hints of each answer. What the start saw is added to
+    ``traffic`` (the row's), as spawn.started does.
 
     Returns:
         ``{discover_ttl_ms, discover_cache_scope, tools_list_ttl_ms, tools_list_cache_scope,
@@ -43,7 +45,7 @@ def hints(command: Command, settings: Settings) -> dict:
         SessionError: an answer no client can use.
     """
     with spawn.started([(command, modern_request("server/discover"))], settings,
-                       timed=False) as (session,):
+                       timed=False, traffic=traffic) as (session,):
         discover = result_of(session.wait(1, settings.probe_timeout_s), "server/discover")
         ttls, scopes, seen, pages, cursor = [], set(), set(), 0, None
         while True:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from ..command import Command
 from ..stats import summarize
 from ..transports.base import elapsed_ms
-from ..transports.session import Exited, NoAnswer, Response, Session, SessionError
+from ..transports.session import Exited, NoAnswer, Response, Session, SessionError, Traffic
 from ..wire import (MODERN_REVISION, SMALL_TEXT, ToolCall, initialize_request, modern_meta,
                     modern_request)
 from . import spawn
@@ -78,10 +78,12 @@ def classify(response: Response) -> tuple[str, str | None, str]:
 
 
 def dual_start(command: Command, settings: Settings, call: ToolCall | None,
-               before_spawn: Callable[[], None] = lambda: None) -> dict:
+               before_spawn: Callable[[], None] = lambda: None,
+               traffic: Traffic | None = None) -> dict:
     """One timed cold start as a dual-era client makes it (module doc), through the one
     timed-start primitive; without ``call`` (the server lists no tool to call) it ends where
-    the client could call: the DiscoverResult, or the fallback's initialize answer.
+    the client could call: the DiscoverResult, or the fallback's initialize answer. What
+    its processes sent is added to ``traffic`` (the row's), as spawn.started does.
 
     Returns:
         ``{path, ms, probe}``: the path taken (PATHS), ms from just before the spawn to the
@@ -93,7 +95,7 @@ def dual_start(command: Command, settings: Settings, call: ToolCall | None,
     """
     timeout_s, _ = fallback_timeout(settings)
     with spawn.started([(command, modern_request("server/discover"))], settings, timed=True,
-                       before_spawn=before_spawn) as (session,):
+                       before_spawn=before_spawn, traffic=traffic) as (session,):
         respawn = False
         try:
             response = session.wait(1, timeout_s, diagnose=False)
@@ -109,7 +111,8 @@ def dual_start(command: Command, settings: Settings, call: ToolCall | None,
             answer = _call(session, call, settings.timeout_s, response, modern_meta(version))
         elif respawn:
             first = initialize_request(settings.requested_revision)
-            with spawn.started([(command, first)], settings, timed=False) as (again,):
+            with spawn.started([(command, first)], settings, timed=False,
+                               traffic=traffic) as (again,):
                 ready = again.wait(1, settings.timeout_s)
                 initialize_result(ready)
                 again.notify("notifications/initialized")

@@ -28,7 +28,7 @@ import psutil
 from ..command import Command
 from ..stats import summarize
 from ..targets.cmdline import launcher_of
-from ..transports.session import Session
+from ..transports.session import Session, Traffic
 from ..wire import initialize_request
 from . import spawn
 from .client import Skips
@@ -166,10 +166,10 @@ def resolve_started(launch: Launch, command: Command, settings: Settings) -> Non
 
 
 def run(launch: Launch, series: str, command: Command, settings: Settings, round_: int,
-        before_spawn=lambda: None) -> None:
+        before_spawn=lambda: None, traffic: Traffic | None = None) -> None:
     """One cold start of ``series`` ("direct": the resolved command; "offline": the launched
     command with OFFLINE_ENV set) for ``round_``; a failure stops that series (``stopped``),
-    never the row."""
+    never the row. What the start saw is added to ``traffic`` (the row's)."""
     if series in launch.stopped:
         return
     if series == "direct":
@@ -183,6 +183,8 @@ def run(launch: Launch, series: str, command: Command, settings: Settings, round
     except Exception as err:
         launch.stopped[series] = f"{series} cold start, round {round_ + 1}: {err}"
         return
+    if traffic is not None:
+        traffic.merge(sample["traffic"])
     (launch.direct_runs if series == "direct" else launch.offline_runs)[round_] = \
         sample["handshake"]
 

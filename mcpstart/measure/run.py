@@ -355,7 +355,7 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
                                      "server": server.row.name, "warmup": warmup})
         if series in ("direct", "offline"):
             launcher.run(server.launch, series, server.command, settings, round_,
-                         server.before_spawn)
+                         server.before_spawn, server.traffic)
         elif not _guard(server, lambda: runs[series](server, settings, warmup),
                         f"{what} {label}: "):
             server.stopped = True
@@ -393,7 +393,7 @@ def _dual_run(server: Server, settings: Settings, warmup: bool) -> None:
     try:
         server.dual.append((dual_era.dual_start(server.command, settings,
                                                 _call_of(server, settings),
-                                                server.before_spawn), warmup))
+                                                server.before_spawn, server.traffic), warmup))
     except SessionError as err:
         server.dual_error = f"{'warm-up' if warmup else 'run'} {len(server.dual) + 1}: {err}"
         server.skips.note("dual-era", f"dual-era cold start {server.dual_error}")
@@ -424,7 +424,7 @@ def _sizing(server: Server, settings: Settings) -> None:
     found = error = None
     if modern:
         try:
-            found = caching.hints(server.command, settings)
+            found = caching.hints(server.command, settings, server.traffic)
         except SessionError as err:
             error = str(err)
             server.skips.note("caching", f"caching hints: {err}")

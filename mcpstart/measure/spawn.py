@@ -27,7 +27,7 @@ from contextlib import ExitStack, contextmanager
 
 from ..command import Command
 from ..transports.base import SpawnError
-from ..transports.session import Session, SessionError
+from ..transports.session import Session, SessionError, Traffic
 from .settings import Settings
 
 
@@ -54,10 +54,13 @@ def timed_window(pause_ms: float, collect: bool = True) -> Iterator[None]:
 
 @contextmanager
 def started(starts: Sequence[tuple[Command, dict | None]], settings: Settings, *, timed: bool,
-            before_spawn: Callable[[], None] = lambda: None) -> Iterator[list[Session]]:
+            before_spawn: Callable[[], None] = lambda: None,
+            traffic: Traffic | None = None) -> Iterator[list[Session]]:
     """Start one session per ``(command, first request)`` of ``starts`` (module doc for the
     order), each on ``settings.spawner(command)``; yield them, started in that order, and
-    shut them all down when the block ends (each one's ``Session.ended``), also on errors.
+    shut them all down when the block ends (each one's ``Session.ended``), also on errors;
+    with ``traffic`` (a row's), what each session saw is added to it once it is shut down, so
+    a deviation met in any start of a server is the row's.
 
     A single timed start blocks right after its spawn until the server writes (at most
     ``settings.timeout_s``); several timed starts (an editor starting its servers at once)
@@ -83,14 +86,16 @@ def started(starts: Sequence[tuple[Command, dict | None]], settings: Settings, *
         sessions = []
         for transport, (_, request) in zip(transports, starts):
             session = Session.start(transport, request, wait_s, settings.waits)
-            stack.callback(_end, session)
+            stack.callback(_end, session, traffic)
             sessions.append(session)
         yield sessions
 
 
-def _end(session: Session) -> None:
+def _end(session: Session, traffic: Traffic | None) -> None:
     if session.ended is None:
         session.shutdown()
+    if traffic is not None:
+        traffic.merge(session.traffic)
 
 
 def _close_unstarted(transport) -> None:
