@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import Step
 from ..transports.http import HttpTransport
 from ..transports.session import Session, SessionError
-from ..wire import client_info
+from ..wire import initialize_request
 from . import memory, spawn
 from .client import initialize_result, list_tools
 from .sessions import KINDS, marginal, median, sums
@@ -34,18 +34,17 @@ READY_RULE = ("tools/list answered to its last page for every one of the N clien
 
 def _ready(session: Session, settings: Settings, answered: bool = False) -> int:
     """Take ``session`` to ready (initialize unless ``answered``, initialized, every
-    tools/list page); returns when the last page came (``perf_counter_ns``).
+    tools/list page); returns when the last page arrived (``perf_counter_ns``).
 
     Raises:
         SessionError: a request got no usable answer.
     """
     if not answered:
-        initialize_result(session.request("initialize", {
-            "protocolVersion": settings.requested_revision, "capabilities": {},
-            "clientInfo": client_info()}, settings.timeout_s))
+        initialize_result(session.request(
+            "initialize", initialize_request(settings.requested_revision)["params"],
+            settings.timeout_s))
     session.notify("notifications/initialized")
-    list_tools(session, settings.timeout_s)
-    return session.transport.now_ns()
+    return list_tools(session, settings.timeout_s).at_ns
 
 
 def _client(url: str, headers: dict | None, settings: Settings
@@ -72,9 +71,7 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
     """
     from .http_run import http_settings
 
-    first = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": settings.requested_revision, "capabilities": {},
-        "clientInfo": client_info()}}
+    first = initialize_request(settings.requested_revision)
     out = {"copies": copies, "ready_ms": None, "memory": None, "settled": None,
            "settle_s": None}
     others = []
