@@ -253,6 +253,7 @@ def test_one_http_process_holds_n_sessions_at_once_and_one_more_costs_what_it_ho
 
 def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     from mcpstart.measure import shared
+    from mcpstart.measure.sessions import guarded
     from mcpstart.measure.run import Server
     from mcpstart.results import ServerResult
 
@@ -260,7 +261,7 @@ def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
                     Command([sys.executable, "-c", "import sys; sys.exit(4)", "{port}"]),
                     transport="http")
     begun = time.monotonic()
-    block = shared.guarded(server, 2, fast(runs=1, warmup=0))
+    block = guarded(shared.measure_shared, server, 2, fast(runs=1, warmup=0))
     assert block["n"] == 2 and "4" in block["error"]
     assert time.monotonic() - begun < 5
     assert not no_children()

@@ -33,11 +33,11 @@ from ..results import Results
 from ..stats import summarize
 from ..endpoint import Endpoint
 from ..transports.http import HttpTransport
-from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
+from ..wire import initialize_request
 from . import load, revisions, spawn, tokens
-from .cold import cold_start, modern_start
+from .cold import cold_start
 from .http_sessions import listener_processes, session_costs
-from .run import Server, _guard, _stats, run_order
+from .run import Server, _guard, _stats, modern_run, run_order
 from .settings import Settings
 from .warm import tool_session
 
@@ -146,24 +146,7 @@ def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
 def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
     """server/discover, and a stateless tools/call, each the first request of a fresh
     spawn (2026-07-28: no initialize, the ``_meta`` envelope and its headers)."""
-    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
-    call = settings.call or ToolCall()
-    firsts = {"discover": modern_request("server/discover")}
-    if listing and listing.find(call.name):
-        firsts["first_call"] = modern_request("tools/call", call.params(SMALL_TEXT))
-    for series, request in firsts.items():
-        if series in server.skips:
-            continue
-        what = "server/discover" if series == "discover" else f"tools/call {call.name}"
-        ms, ended, traffic, error = modern_start(server.command, http_settings(server, settings),
-                                                 request, what, server.before_spawn)
-        if ended is not None:
-            server.row.orphans += ended.orphans
-            server.traffic.merge(traffic)
-        if error is not None:
-            server.skips.note(series, f"HTTP 2026-07-28 cold start ({series}): {error}")
-            continue
-        server.modern[series].append((ms, warmup))
+    modern_run(server, http_settings(server, settings), warmup, "HTTP 2026-07-28 cold start")
 
 
 def _summarize(server: Server) -> None:

@@ -190,12 +190,13 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                        results, progress)
         on_update(results)
     if sessions is not None and started:
-        from .sessions import guarded
+        from .sessions import guarded, measure_sessions
 
         progress(Step(f"{sessions} copies of {len(started)} server(s) started all at once, "
                       "as that many sessions do", "startup"))
+        copies = [(s.row.name, s.command) for s in started]
         results.startup = {**(results.startup or {}), "sessions": guarded(
-            [(s.row.name, s.command) for s in started], sessions, settings, progress)}
+            measure_sessions, copies, sessions, settings, progress)}
         on_update(results)
 
 
@@ -224,6 +225,7 @@ def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
     started, set beside the ``n`` stdio copies of the same language's server
     (``startup.sessions.shared[NAME].stdio_peer``)."""
     from . import shared
+    from .sessions import guarded
 
     http = [s for s in servers if s.transport == "http" and s.command is not None
             and s.measurable]
@@ -234,8 +236,8 @@ def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
     block = {"n": n, **(results.startup or {}).get("sessions", {}), "shared": {}}
     for server in http:
         progress(Step(f"{server.row.name}: one process serving {n} sessions at once", "startup"))
-        block["shared"][server.row.name] = {**shared.guarded(server, n, settings, progress),
-                                            "stdio_peer": peers.get(server.row.language)}
+        found = guarded(shared.measure_shared, server, n, settings, progress)
+        block["shared"][server.row.name] = {**found, "stdio_peer": peers.get(server.row.language)}
         results.startup = {**(results.startup or {}), "sessions": block}
         on_update(results)
 
@@ -329,10 +331,10 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
                  kind: str) -> None:
     """Warm-up and counted runs of one kind of series for each server, in ``order``:
     "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
-    run in the same rounds), "modern" (``_modern_run``) or "dual" (``_dual_run``). Each run is
+    run in the same rounds), "modern" (``modern_run``) or "dual" (``_dual_run``). Each run is
     recorded in ``results.run_sequence``. A server whose run fails keeps its samples and leaves
     the later rounds (a direct or offline run that fails stops only its own series)."""
-    runs = {"handshake": _one_run, "modern": _modern_run, "dual": _dual_run}
+    runs = {"handshake": _one_run, "modern": modern_run, "dual": _dual_run}
     group = 0 if order == "interleave" else 1  # a round, or one server's series
     entries = {}
     for server in servers:
@@ -441,9 +443,12 @@ def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
     server.row.orphans += sample["shutdown"].orphans
 
 
-def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
-    """The two modern-era cold starts (2026-07-28), each on a fresh spawn: to the
-    ``server/discover`` answer, and to the answer of a ``tools/call`` sent first."""
+def modern_run(server: Server, settings: Settings, warmup: bool,
+               label: str = "modern-era cold start") -> None:
+    """The two modern-era cold starts (2026-07-28), each on a fresh spawn of
+    ``settings.spawner`` (stdio, or http_run's HTTP transport): to the ``server/discover``
+    answer, and to the answer of a ``tools/call`` sent first; a failure stops that series
+    with its cause after ``label``."""
     call = _call_of(server, settings)
     firsts = {"discover": modern_request("server/discover")}
     if call is not None:
@@ -458,7 +463,7 @@ def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
             server.row.orphans += ended.orphans
             server.traffic.merge(traffic)
         if error is not None:
-            server.skips.note(series, f"modern-era cold start ({series}): {error}")
+            server.skips.note(series, f"{label} ({series}): {error}")
             continue
         server.modern[series].append((ms, warmup))
 

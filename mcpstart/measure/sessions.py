@@ -118,21 +118,37 @@ def measure_sessions(servers, n: int, settings: Settings, progress=lambda _: Non
     Raises:
         SessionError: a server cannot be started.
     """
+    def describe(index: int, warmup: bool, copies: int) -> Step:
+        return Step(f"{n} sessions at once: {'warm-up' if warmup else 'round'} "
+                    f"{index + 1 if warmup else index - settings.warmup + 1}/"
+                    f"{settings.warmup if warmup else settings.runs}, {copies} "
+                    f"cop{'ies' if copies > 1 else 'y'}", "startup", None, index,
+                    settings.warmup + settings.runs)
+    rounds = alternating(n, settings, lambda copies, read: one_round(servers, copies, settings,
+                                                                      read),
+                         describe, progress)
+    return summary(rounds, [name for name, _ in servers], n, settings)
+
+
+def alternating(n: int, settings: Settings, start, describe, progress) -> list[dict]:
+    """``settings.warmup + settings.runs`` rounds, each a start with ``n`` copies (or
+    sessions) and one with a single one, in an order shuffled per round
+    (``random.Random(settings.seed)``): ``start(copies, read_memory)`` per start (memory is
+    not read in warm-ups), announced by ``progress(describe(index, warmup, copies))``.
+
+    Returns:
+        ``[{round, warmup, **start(...)}]`` in the order they ran.
+    """
     rng = random.Random(settings.seed)
     rounds = []
-    total = settings.warmup + settings.runs
-    for index in range(total):
+    for index in range(settings.warmup + settings.runs):
         warmup = index < settings.warmup
         order = [n, 1]
         rng.shuffle(order)
         for copies in order:
-            progress(Step(f"{n} sessions at once: {'warm-up' if warmup else 'round'} "
-                          f"{index + 1 if warmup else index - settings.warmup + 1}/"
-                          f"{settings.warmup if warmup else settings.runs}, {copies} "
-                          f"cop{'ies' if copies > 1 else 'y'}", "startup", None, index, total))
-            rounds.append({"round": index, "warmup": warmup,
-                           **one_round(servers, copies, settings, not warmup)})
-    return summary(rounds, [name for name, _ in servers], n, settings)
+            progress(describe(index, warmup, copies))
+            rounds.append({"round": index, "warmup": warmup, **start(copies, not warmup)})
+    return rounds
 
 
 def _ready(times: dict, labels: list[str]) -> float | None:
@@ -197,9 +213,10 @@ def summary(rounds: list[dict], names: list[str], n: int, settings: Settings) ->
     return block
 
 
-def guarded(servers, n: int, settings: Settings, progress=lambda _: None) -> dict:
-    """``measure_sessions``, or ``{"error": cause}`` when a server cannot be started."""
+def guarded(measure, subject, n: int, settings: Settings, progress=lambda _: None) -> dict:
+    """``measure(subject, n, settings, progress)`` (measure_sessions, shared.measure_shared),
+    or ``{"n", "error": cause}`` when a server cannot be started or answered no usable way."""
     try:
-        return measure_sessions(servers, n, settings, progress)
+        return measure(subject, n, settings, progress)
     except SessionError as err:
         return {"n": n, "error": str(err)}

@@ -14,7 +14,6 @@ the marginal cost of one more session is (N - 1)-averaged as sessions.py has it.
 
 from __future__ import annotations
 
-import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +23,7 @@ from ..transports.session import Session, SessionError
 from ..wire import initialize_request
 from . import memory, spawn
 from .client import initialize_result, list_tools
-from .sessions import KINDS, marginal, median, sums
+from .sessions import KINDS, alternating, marginal, median, sums
 from .settings import Settings
 from ..stats import summarize
 
@@ -101,8 +100,8 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
 
 def measure_shared(server, n: int, settings: Settings, progress=lambda _: None) -> dict:
     """The ``startup.sessions.shared[NAME]`` block: ``settings.warmup + settings.runs``
-    rounds, each a spawn serving ``n`` sessions and one serving a single session, in an
-    order shuffled per round (``random.Random(settings.seed)``).
+    rounds, each a spawn serving ``n`` sessions and one serving a single session
+    (sessions.alternating).
 
     Returns:
         ``{n, ready_rule, settle_rule, ready_ms: <stats>, single_ready_ms: <stats>,
@@ -112,17 +111,12 @@ def measure_shared(server, n: int, settings: Settings, progress=lambda _: None) 
     Raises:
         SessionError: as ``one_round``.
     """
-    rng = random.Random(settings.seed)
-    rounds = []
     total = settings.warmup + settings.runs
-    for index in range(total):
-        order = [n, 1]
-        rng.shuffle(order)
-        for copies in order:
-            progress(Step(f"{server.row.name}: {copies} session(s) on one process, round "
-                          f"{index + 1}/{total}", "startup", server.row.name, index, total))
-            rounds.append({"round": index, "warmup": index < settings.warmup,
-                           **one_round(server, copies, settings, index >= settings.warmup)})
+    rounds = alternating(
+        n, settings, lambda copies, read: one_round(server, copies, settings, read),
+        lambda index, _warmup, copies: Step(
+            f"{server.row.name}: {copies} session(s) on one process, round {index + 1}/{total}",
+            "startup", server.row.name, index, total), progress)
 
     def counted(copies: int) -> list[dict]:
         return [r for r in rounds if r["copies"] == copies and not r["warmup"]]
@@ -142,10 +136,3 @@ def measure_shared(server, n: int, settings: Settings, progress=lambda _: None) 
     block["rounds"] = rounds
     return block
 
-
-def guarded(server, n: int, settings: Settings, progress=lambda _: None) -> dict:
-    """``measure_shared``, or ``{"n", "error": cause}`` when it cannot be done."""
-    try:
-        return measure_shared(server, n, settings, progress)
-    except SessionError as err:
-        return {"n": n, "error": str(err)}

@@ -65,7 +65,7 @@ from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES
 from .sse import EventStream
-from .stdio import Prepared, _high_fd, rehearse, resolve
+from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
 from .tree import ProcessSet, spawned
 
 PORT = "{port}"
@@ -319,10 +319,7 @@ class HttpTransport(Transport):
         finally:
             if previous is not None:
                 os.chdir(previous)
-        try:
-            self.pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
-            self.pidfd = None
+        self.pidfd = open_pidfd(self.pid)
 
     # ----- sending ---------------------------------------------------------------------
     def send(self, data: bytes) -> None:

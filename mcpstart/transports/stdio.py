@@ -144,6 +144,15 @@ def rehearse(prepared: Prepared) -> None:
         pass
 
 
+def open_pidfd(pid: int) -> int | None:
+    """A pidfd of the spawned ``pid`` (Linux 5.3+: its exit is seen without polling a pid
+    that could be reused), or None where the system has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 
 
 class StdioTransport(Transport):
@@ -247,10 +256,7 @@ class StdioTransport(Transport):
         finally:
             if previous is not None:
                 os.chdir(previous)
-        try:
-            self.pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
-            self.pidfd = None
+        self.pidfd = open_pidfd(self.pid)
 
     # ----- writing ---------------------------------------------------------------------
     def send(self, data: bytes) -> None:

@@ -144,13 +144,16 @@ def _server_info(value, _s) -> str:
     return " ".join(_text(v) for v in (name, version) if v is not None) or "?"
 
 
-def _median_ci(value, s) -> str:
-    places = ms_decimals(number(value))
-    low, high = dig(s, "handshake_ms.ci_low"), dig(s, "handshake_ms.ci_high")
-    text = f"{value:.{places}f}"
-    if low is not None and high is not None:
-        text += f" [{number(low):.{places}f}, {number(high):.{places}f}]"
-    return text
+def _with_ci(series: str) -> Callable[[object, dict], str]:
+    """A median in ms with the confidence interval of the stats block at ``series``."""
+    def render(value, s) -> str:
+        places = ms_decimals(number(value))
+        low, high = dig(s, f"{series}.ci_low"), dig(s, f"{series}.ci_high")
+        text = f"{value:.{places}f}"
+        if low is not None and high is not None:
+            text += f" [{number(low):.{places}f}, {number(high):.{places}f}]"
+        return text
+    return render
 
 
 def _mean_stdev(value, s) -> str:
@@ -251,15 +254,6 @@ def _plain(render: Callable) -> Callable[[object, dict], str]:
     return lambda value, _s: render(value)
 
 
-def _http_initialize(value, s) -> str:
-    places = ms_decimals(number(value))
-    low, high = dig(s, "http.start_ms.initialize.ci_low"), dig(s, "http.start_ms.initialize.ci_high")
-    text = f"{value:.{places}f}"
-    if low is not None and high is not None:
-        text += f" [{number(low):.{places}f}, {number(high):.{places}f}]"
-    return text
-
-
 def _http_latency(value, s) -> str:
     parts = [_or_dash(fmt_ms, dig(s, f"http.latency_ms.{k}")) for k in ("p50", "p95", "p99")]
     n = dig(s, "http.latency_ms.n")
@@ -318,7 +312,8 @@ HTTP_ROWS: list[Row] = [
     Row("http.start_ms.port.median", "HTTP: port accepting from spawn, median (ms)",
         _plain(fmt_ms)),
     Row("http.start_ms.initialize.median", "HTTP cold start: initialize answered, median (ms)",
-        _http_initialize, ("http.start_ms.initialize.ci_low", "http.start_ms.initialize.ci_high")),
+        _with_ci("http.start_ms.initialize"),
+        ("http.start_ms.initialize.ci_low", "http.start_ms.initialize.ci_high")),
     Row("http.start_ms.tools_list.median", "HTTP: tools/list answered from spawn, median (ms)",
         _plain(fmt_ms)),
     Row("http.start_ms.first_call.median", "HTTP: first tool call answered from spawn, median (ms)",
@@ -348,7 +343,7 @@ ROWS: list[Row] = [
     Row("protocol.supported_revisions", "supported revisions", _revisions),
     Row("protocol.negotiated_revision", "negotiated revision", _plain(_text)),
     Row("protocol.initialize_modern", "initialize asking 2026-07-28", _initialize_modern),
-    Row("handshake_ms.median", "cold start{cache}: median{ci} (ms)", _median_ci,
+    Row("handshake_ms.median", "cold start{cache}: median{ci} (ms)", _with_ci("handshake_ms"),
         ("handshake_ms.ci_low", "handshake_ms.ci_high", "handshake_ms.ci_level")),
     Row("handshake_ms.mean", "cold start mean ± stdev (ms)", _mean_stdev, ("handshake_ms.stdev",)),
     Row("handshake_ms.min", "cold start min / max (ms)", _min_max, ("handshake_ms.max",)),
