@@ -1,6 +1,7 @@
 """The Streamable HTTP transport: a server that listens on a loopback port mcpstart gives it
 (``{port}`` in its argv), or one already running at a URL, reached with HTTP/1.1 POSTs whose
-answers become Frames for the session above (session.py works over it unchanged).
+answers become Frames for the session above (session.py works over it unchanged). The bytes
+of each request and answer are http1.py's (HTTP/1.1 framing, parsed by llhttp).
 
 What the MCP specification asks of a client, and where this module does it:
 - 2025-11-25, basic/transports, "Streamable HTTP": every JSON-RPC message is its own POST to
@@ -57,13 +58,12 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import h11
-
 from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES
+from .http1 import Answers, request_bytes
 from .sse import EventStream
 from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
 from .tree import ProcessSet, spawned
@@ -152,17 +152,16 @@ class _Exchange:
     done: bool = False
     session_id: str | None = None
     retried: bool = False
-    prepared: tuple | None = None
-    """(a fresh connection's h11 state, the request's bytes), made before the clock for the
-    first request of a spawn."""
+    prepared: bytes | None = None
+    """The request's bytes, made before the clock for the first request of a spawn."""
 
 
 class _Connection:
-    """One TCP connection with its HTTP/1.1 state (h11) and the exchange it carries."""
+    """One TCP connection, its answers' parser and the exchange it carries."""
 
     def __init__(self, sock: socket.socket, connecting: bool):
         self.sock = sock
-        self.http = h11.Connection(h11.CLIENT)
+        self.answers = Answers()
         self.connecting = connecting
         self.exchange: _Exchange | None = None
         self.out = bytearray()
@@ -284,8 +283,10 @@ class HttpTransport(Transport):
         first = [self._exchange(line) for line in (first_message or b"").splitlines()
                  if line.strip()]  # encoded before the clock
         if first:
-            http = h11.Connection(h11.CLIENT)
-            first[0].prepared = (http, self._encode(http, first[0]))
+            try:
+                first[0].prepared = self._encode(first[0])
+            except ValueError:
+                pass  # said when it is sent (_begin)
         if self.prepared is not None:
             self._spawn()
         else:
@@ -467,26 +468,29 @@ class HttpTransport(Transport):
             self.accepting_ns = at_ns
 
     def _begin(self, conn: _Connection, exchange: _Exchange) -> None:
+        try:
+            data = exchange.prepared or self._encode(exchange)
+        except ValueError as err:  # a header field that cannot be sent: fails at once
+            self._failed(exchange, f"the request cannot be sent: {err}")
+            return
         conn.exchange = exchange
         conn.used += 1
-        if conn.used == 1 and exchange.prepared is not None:  # encoded before the clock
-            conn.http, data = exchange.prepared
-        else:
-            data = self._encode(conn.http, exchange)
         conn.out += data
         if not conn.connecting:
             self._write(conn)
 
-    def _encode(self, http: h11.Connection, exchange: _Exchange) -> bytes:
-        """``exchange``'s request as bytes, through ``http``'s state."""
-        headers = [("Host", f"{self.endpoint.host}:{self.endpoint.port}"), *exchange.headers]
+    def _encode(self, exchange: _Exchange) -> bytes:
+        """``exchange``'s request as bytes (http1.request_bytes).
+
+        Raises:
+            ValueError: a header field that cannot be sent (e.g. a server's session id
+                holding a line break).
+        """
+        host = f"[{self.endpoint.host}]" if ":" in self.endpoint.host else self.endpoint.host
+        headers = [("Host", f"{host}:{self.endpoint.port}"), *exchange.headers]
         if exchange.kind == "delete":
-            request = h11.Request(method="DELETE", target=self.endpoint.path, headers=headers)
-            return http.send(request) + http.send(h11.EndOfMessage())
-        headers.append(("Content-Length", str(len(exchange.body))))
-        request = h11.Request(method="POST", target=self.endpoint.path, headers=headers)
-        return (http.send(request) + http.send(h11.Data(data=exchange.body))
-                + http.send(h11.EndOfMessage()))
+            return request_bytes("DELETE", self.endpoint.path, headers)
+        return request_bytes("POST", self.endpoint.path, headers, exchange.body)
 
     def _write(self, conn: _Connection) -> None:
         while conn.out:
@@ -606,42 +610,38 @@ class HttpTransport(Transport):
             if self.first_byte_ns is None:
                 self.first_byte_ns = woke
             self.received_bytes += len(chunk)
-        conn.http.receive_data(chunk)
-        try:
-            self._events(conn, woke)
-        except h11.RemoteProtocolError as err:
-            self._lost(conn, f"the server's HTTP answer cannot be read: {err}")
-        if not chunk and not conn.closed:
+        events, error = conn.answers.feed(chunk)
+        for event in events:
+            if conn.closed:
+                return
+            self._event(conn, event, woke)
+        if conn.closed:
+            return
+        if error is not None:
+            self._lost(conn, f"the server's HTTP answer cannot be read: {error}")
+        elif not chunk:
             self._lost(conn, "the server closed the connection before answering")
 
-    def _events(self, conn: _Connection, woke: int) -> None:
-        while not conn.closed:
-            event = conn.http.next_event()
-            if event is h11.NEED_DATA or event is h11.PAUSED:
-                return
-            exchange = conn.exchange
-            if isinstance(event, h11.Response):
-                headers = {k.decode().lower(): v.decode("latin-1") for k, v in event.headers}
-                exchange.status, exchange.reason = event.status_code, event.reason.decode(
-                    "latin-1")
-                exchange.content_type = headers.get("content-type", "").split(";")[0].strip()
-                exchange.session_id = headers.get("mcp-session-id")
-                if exchange.content_type == "text/event-stream" and 200 <= event.status_code < 300:
-                    exchange.stream = EventStream()
-            elif isinstance(event, h11.Data):
-                self._body(exchange, bytes(event.data), woke)
-            elif isinstance(event, h11.EndOfMessage):
-                self._finish(exchange, woke)
-                conn.exchange = None
-                if conn.http.our_state is h11.DONE and conn.http.their_state is h11.DONE \
-                        and not conn.out:  # an early answer (413) leaves the body unsent
-                    conn.http.start_next_cycle()
-                else:
-                    conn.close()
-                return
-            elif isinstance(event, h11.ConnectionClosed):
-                self._lost(conn, "the server closed the connection before answering")
-                return
+    def _event(self, conn: _Connection, event: tuple, woke: int) -> None:
+        """One event of http1.Answers for the exchange ``conn`` carries."""
+        exchange = conn.exchange
+        if exchange is None:  # an answer to no request: the connection is not usable
+            self._lost(conn, "the server answered a request it was not sent")
+            return
+        if event[0] == "head":
+            _, exchange.status, exchange.reason, fields = event
+            headers = dict(fields)
+            exchange.content_type = headers.get("content-type", "").split(";")[0].strip()
+            exchange.session_id = headers.get("mcp-session-id")
+            if exchange.content_type == "text/event-stream" and 200 <= exchange.status < 300:
+                exchange.stream = EventStream()
+        elif event[0] == "body":
+            self._body(exchange, event[1], woke)
+        else:
+            self._finish(exchange, woke)
+            conn.exchange = None
+            if not event[1] or conn.out:  # an early answer (413) leaves the body unsent
+                conn.close()
 
     def _body(self, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.stream is None:
@@ -736,6 +736,11 @@ class HttpTransport(Transport):
             exchange.retried = True  # a kept-alive connection the server had just closed
             self._queue.appendleft(exchange)
             return
+        self._failed(exchange, cause)
+
+    def _failed(self, exchange: _Exchange, cause: str) -> None:
+        """``exchange`` ends without an answer: a request gets an error answer saying
+        ``cause`` (unless its answer already came), anything else a note."""
         exchange.done = True
         if exchange.kind == "request" and not exchange.named:
             self._error_answer(exchange, time.perf_counter_ns(), cause)
