@@ -86,7 +86,7 @@ def mcpstart_warm(command, settings: Settings, calls: int) -> list[float]:
         times = []
         for _ in range(calls):
             answer = call_tool(session, ToolCall(), SMALL_TEXT, 10, meta=params["_meta"])
-            times.append((answer.response.at_ns - answer.response.sent_ns) / 1e6)
+            times.append(answer.response.answer_ms)
         return times
     finally:
         session.shutdown()

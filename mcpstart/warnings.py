@@ -71,6 +71,8 @@ class Kind(StrEnum):
     """compare: no floor server in both files, so machine drift cannot be told apart."""
     OTHER_MACHINE = "other_machine"
     """compare: the two files come from different machines."""
+    PHASE_RULE = "phase_rule"
+    """compare: the two files time the phases past the handshake by different rules."""
 
 
 def warning(kind: Kind, detail: str, metric: str | None = None) -> dict:
@@ -251,6 +253,15 @@ def no_floor() -> dict:
     return warning(Kind.NO_FLOOR, "the files do not both hold the floor server (measure "
                                   "--floor): a change of the machine cannot be told from a "
                                   "server's")
+
+
+def phase_rule(old: str | None, new: str | None) -> dict:
+    def said(rule):
+        return (rule if rule is not None else "the wall clock from the spawn (a file written "
+                "before the rule was recorded: mcpstart's own time between answers included)")
+    return warning(Kind.PHASE_RULE, f"the files time these phases differently (OLD: "
+                                    f"{said(old)}; NEW: {said(new)}): part of a difference is "
+                                    "the rule's", "phases_ms")
 
 
 def other_machine(old: str, new: str) -> dict:

@@ -267,6 +267,18 @@ def test_without_the_floor_compare_says_it_cannot_tell_the_machine(tmp_path):
     assert "--old-variant" in result.output
 
 
+def test_files_that_time_the_phases_by_other_rules_are_said_to(tmp_path):
+    from mcpstart.measure.settings import PHASE_RULE
+
+    new = results(server("go"))
+    new["settings"] = {**new["settings"], "phase_rule": PHASE_RULE}
+    result = run_compare(tmp_path, results(server("go")), new)
+    assert result.exit_code == 0, result.output  # a note, not a regression
+    assert "phases_ms: the files time these phases differently (OLD: the wall clock" in \
+        result.output and f"NEW: {PHASE_RULE})" in result.output
+    assert "differently" not in run_compare(tmp_path, new, new).output
+
+
 def test_first_byte_is_a_row_only_where_it_differs_from_the_handshake():
     same = server("go", phases_ms={"first_byte": summarize(HANDSHAKE), "tools_list": None,
                                    "first_call": None})

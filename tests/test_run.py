@@ -9,7 +9,9 @@ from mcpstart.measure.run import run_order
 from mcpstart.results import Results, ServerResult
 
 from conftest import fast
-from scripted import GoodServer, Out, Spawner
+from mcpstart.measure.client import Skips
+from mcpstart.measure.cold import cold_start
+from scripted import GoodServer, Out, ScriptedTransport, Spawner
 
 
 class Slow(GoodServer):
@@ -81,6 +83,34 @@ def test_the_times_are_the_servers_own():
     assert row.phases_ms["tools_list"]["median"] == 40.0
     assert row.round_trip_ms["n"] == 2 and row.shutdown == {"how": "eof", "ms": 0.0}
     assert row.not_measured["memory"] == "the transport has no process of the server to read"
+
+
+class Paced(GoodServer):
+    """initialize answered after 40 ms, tools/list after 3 ms, tools/call after 2 ms."""
+
+    def answer(self, message):
+        outs = super().answer(message)
+        delay = {"initialize": 0.040, "tools/list": 0.003, "tools/call": 0.002}.get(
+            message.get("method") if isinstance(message, dict) else None, 0)
+        for out in outs:
+            out.after_s = delay
+        return outs
+
+
+class SlowToReact(ScriptedTransport):
+    """A client that takes 5 ms (virtual) after each answer arrived before it goes on."""
+
+    def receive(self, timeout_s, quiet_s=None):
+        frames = super().receive(timeout_s, quiet_s)
+        if frames:
+            self.now_s += 0.005
+        return frames
+
+
+def test_the_phases_count_the_servers_time_not_the_clients():
+    sample = cold_start(Command(["paced"]), fast(spawner=lambda _: SlowToReact(Paced())), Skips())
+    # a wall clock would read 40 + 5 + 3 and 48 + 5 + 2 (settings.PHASE_RULE)
+    assert (sample["handshake"], sample["tools_list"], sample["first_call"]) == (40.0, 43.0, 45.0)
 
 
 def test_a_server_that_fails_a_run_keeps_its_samples_and_the_others_go_on():

@@ -534,3 +534,13 @@ def test_report_help_ends_with_an_example():
     text = CliRunner().invoke(main, ["report", "--help"]).output.rstrip().splitlines()
     assert text[-3].strip().startswith("Example:")
     assert text[-2].strip().startswith("mcpstart report laptop.json ci.json --label laptop")
+
+
+def test_the_phase_rule_is_said_under_the_table_only_where_a_file_records_it():
+    from mcpstart.measure.settings import PHASE_RULE
+
+    doc = results()
+    assert "tools/list and first call answered" not in table(doc)  # an older file: no rule
+    doc["settings"]["phase_rule"] = PHASE_RULE
+    assert f"- tools/list and first call answered: {PHASE_RULE}" in table(doc).splitlines()
+    assert "tools/list and first call answered" not in table(doc, metrics=["handshake_ms.median"])

@@ -78,13 +78,14 @@ class ToolList:
 
     ``list_bytes``: the answers' lines as written; ``definitions_bytes``: the merged tool
     definitions as compact JSON (what a client puts into a prompt); ``at_ns``: arrival of
-    the last page."""
+    the last page; ``answer_ms``: the pages' ``Response.answer_ms``, summed."""
 
     tools: list
     pages: int
     list_bytes: int
     at_ns: int
     warnings: list[dict]
+    answer_ms: float = 0.0
 
     @property
     def definitions_bytes(self) -> int:
@@ -105,6 +106,7 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
     """
     tools, seen, warnings = [], set(), []
     pages = size = 0
+    answer_ms = 0.0
     cursor = None
     while True:
         params = {"cursor": cursor} if cursor is not None else {}
@@ -117,6 +119,7 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
             raise ProbeError(f"tools/list result has no tools list: {str(page)[:200]!r}")
         tools += page
         pages, size = pages + 1, size + response.size_bytes
+        answer_ms += response.answer_ms
         cursor = result.get("nextCursor")
         if cursor is None:
             break
@@ -125,7 +128,7 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
             warnings.append(warn.paging(stop))
             break
         seen.add(cursor)
-    return ToolList(tools, pages, size, response.at_ns, warnings)
+    return ToolList(tools, pages, size, response.at_ns, warnings, answer_ms)
 
 
 @dataclass

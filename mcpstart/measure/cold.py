@@ -30,7 +30,8 @@ def cold_start(command: Command, settings: Settings, skips: Skips,
         ``{handshake, first_byte, port, tools_list, first_call, negotiated_revision,
         server_info, capabilities, tools, shutdown (an Ended), traffic}``: the phases in ms
         from just before the spawn (None when not reached; ``port``: the endpoint accepting,
-        for a network transport), ``tools`` the ToolList or None.
+        for a network transport; ``tools_list`` and ``first_call`` by settings.PHASE_RULE),
+        ``tools`` the ToolList or None.
 
     Raises:
         SessionError: no valid initialize answer (the run failed; the process is gone).
@@ -89,7 +90,7 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
     if "tools/list" not in skips:
         try:
             listing = list_tools(session, timeout_s)
-            sample["tools_list"] = elapsed_ms(session.t0_ns, listing.at_ns)
+            sample["tools_list"] = sample["handshake"] + listing.answer_ms
             sample["tools"] = listing
         except SessionError as err:
             skips.note("tools/list", err)
@@ -105,6 +106,6 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
             outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
             if outcome.is_error:
                 raise tool_error(call, outcome)
-            sample["first_call"] = elapsed_ms(session.t0_ns, outcome.response.at_ns)
+            sample["first_call"] = sample["tools_list"] + outcome.response.answer_ms
         except SessionError as err:
             skips.note(f"tools/call {call.name}", err)

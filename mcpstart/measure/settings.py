@@ -15,6 +15,15 @@ from ..transports.stdio import StdioTransport
 from ..wire import ToolCall
 from .memory import Sampling, SettleRule
 
+PHASE_RULE = ("from the spawn, the server's time only: the initialize answer, then each later "
+              "request's time from being handed to the transport to its answer, added; "
+              "mcpstart's own time between an answer and its next request is not counted")
+"""How the phases past the handshake are timed (recorded in the results' settings). A client
+that reacts at once (benchmarks/http_clock.c) reads the same; mcpstart's Python takes 0.1 to
+0.5 ms per request to react on a cold start, which a wall clock would add to the server's
+figure. A server still busy after an answer (finishing its own start) overlaps that time, so
+the rule can read it early by at most that much."""
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -109,7 +118,7 @@ class Settings:
             "env_keys": sorted(self.env),
             "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
-            "http_sessions": self.http_sessions,
+            "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
         }
 
 

@@ -126,7 +126,7 @@ def _large_call(session: Session, settings: Settings, row: ServerResult, call: T
     first_marks = memory.high_water_marks(processes) if exact else None
     row.payload = {"tool": call.name, "request_bytes": len(text),
                    "response_bytes": outcome.response.size_bytes,
-                   "round_trip_ms": (outcome.response.at_ns - outcome.response.sent_ns) / 1e6,
+                   "round_trip_ms": outcome.response.answer_ms,
                    "verified": (outcome.text == text[::-1]
                                 if call.verifiable and not outcome.is_error else None),
                    "unicode_verified": None, "is_error": outcome.is_error}
@@ -174,6 +174,6 @@ def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) 
         outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
         if outcome.is_error:
             raise tool_error(call, outcome)
-        samples.append((outcome.response.at_ns - outcome.response.sent_ns) / 1e6)
+        samples.append(outcome.response.answer_ms)
     stats = summarize(samples)
     return {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"], "samples": samples}

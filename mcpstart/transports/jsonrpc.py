@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 MAX_JOINED_LINES = 10_000
@@ -230,15 +231,16 @@ def _answer(message: dict, what: str, match: str, batch: bool) -> Answer:
 
 
 def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
-             batch: bool = False, sent: frozenset = frozenset()) -> Parsed:
+             batch: bool = False, sent: AbstractSet = frozenset()) -> Parsed:
     """Sort one parsed JSON value into a ``Parsed``.
 
     Args:
         value: what ``json.loads`` made of the line.
         awaited_id: the id of the pending request, or None when nothing is awaited.
         what: the pending request, as causes name it ("tools/list", "tools/call reverse_text").
-        sent: the ids of the requests mcpstart sent before the awaited one: an answer with
-            one of them is a stray (a duplicate); one with an id never sent fails.
+        sent: the ids of the requests mcpstart sent (read, never changed): an answer with
+            one of them but the awaited one is a stray (a duplicate); one with an id never
+            sent fails.
 
     Raises:
         MalformedAnswer: an answer to the pending request that cannot be used.

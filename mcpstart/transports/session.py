@@ -68,6 +68,12 @@ class Response:
     size_bytes: int
     sent_ns: int
 
+    @property
+    def answer_ms(self) -> float:
+        """From the request handed to the transport to its answer, in ms: the server's time
+        (and the transport's framing of this one request), none of the caller's."""
+        return (self.at_ns - self.sent_ns) / 1e6
+
 
 @dataclass
 class Traffic:
@@ -331,7 +337,7 @@ class Session:
         what = self._pending[request_id][0]
         for value in jsonrpc.unterminated(partial):
             try:
-                parsed = jsonrpc.classify(value, request_id, what, sent=frozenset(self._sent))
+                parsed = jsonrpc.classify(value, request_id, what, sent=self._sent)
             except jsonrpc.MalformedAnswer:
                 parsed = None
             if parsed is not None and parsed.answer is None:
@@ -384,7 +390,7 @@ class Session:
         if request_id is None:
             return None
         try:
-            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=frozenset(self._sent))
+            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent)
         except jsonrpc.MalformedAnswer:
             return None
         if parsed.answer is not None:
@@ -405,7 +411,7 @@ class Session:
         if value is None:
             return None
         lines, self._joined = len(self._joined), None
-        parsed = jsonrpc.classify(value, request_id, what, sent=frozenset(self._sent))
+        parsed = jsonrpc.classify(value, request_id, what, sent=self._sent)
         if parsed.answer is not None:
             raise jsonrpc.MalformedAnswer(
                 f"{what}: the server wrote one JSON message over {lines} lines; the stdio "
@@ -420,7 +426,7 @@ class Session:
             self.traffic.noise_example = jsonrpc.clip(lines[0], 120)
 
     def _take(self, decoded, request_id, what: str, line: Frame) -> Response | None:
-        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=frozenset(self._sent))
+        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent)
         if parsed.noise:
             self._count_noise_lines([line.data.strip()])
         if decoded.strict and parsed.answer is not None:

@@ -211,6 +211,9 @@ def compare(old: dict, new: dict, threshold_pct: float = THRESHOLD_PCT, alpha: f
     drift = {} if same_run else _drift(old_servers, new_servers, alpha, threshold_pct,
                                        comparison.notes)
     comparison.notes += [] if same_run else _machines(old, new)
+    rules = [dig(doc, "settings.phase_rule") for doc in (old, new)]
+    if rules[0] != rules[1]:
+        comparison.notes.append(warn.phase_rule(*rules))
     comparison.only_old = [n for n in old_servers if n not in new_servers]
     comparison.only_new = [n for n in new_servers if n not in old_servers]
     for name, old_row in old_servers.items():

@@ -688,6 +688,21 @@ def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
     return notes
 
 
+PHASE_PATHS = ("phases_ms.tools_list", "phases_ms.first_call", "http.start_ms.tools_list",
+               "http.start_ms.first_call")
+"""The phases that settings.phase_rule times (those past the handshake)."""
+
+
+def _phase_notes(docs: list[dict], rows: list[Row]) -> list[str]:
+    """How the phases past the handshake were timed, once per rule, where such a phase is
+    shown and the file records its rule (an older file records none and gets no note)."""
+    if not any(p.startswith(PHASE_PATHS) for row in rows for p in row.paths):
+        return []
+    rules = dict.fromkeys(str(dig(d, "settings.phase_rule")) for d in docs
+                          if dig(d, "settings.phase_rule") is not None)
+    return [f"- tools/list and first call answered: {rule}" for rule in rules]
+
+
 def _startup(doc: dict, label: str | None) -> list[str]:
     """The startup-budget section: what starting every server at once costs."""
     startup = doc.get("startup")
@@ -788,7 +803,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
                         for doc, label in zip(docs, labels_))
     notes = [note.replace("\n", "\n  ") for note in _server_notes(cols, rows if metrics else None)]  # Markdown list item
-    notes += _http_notes(docs, rows)
+    notes += _phase_notes(docs, rows) + _http_notes(docs, rows)
     if not cols:
         notes.append("- this results file holds no servers" if not several
                      else "- these results files hold no servers")
