@@ -5,7 +5,7 @@ probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (de
 1. cold starts in rounds (warm-ups, then counted runs; interleaved as the stdio ones):
    ``start_ms.port`` (the port accepting: transports/http.py says how it is detected and at
    what resolution), ``initialize``, ``tools_list``, ``first_call``, each cumulative from
-   the spawn (cold.cold_start);
+   the spawn (cold.cold_start; past initialize by settings.PHASE_RULE, as for stdio);
 2. the revision matrix over HTTP (revisions.matrix: each probe a fresh server, the headers
    of its era), into ``row.protocol`` as for stdio;
 3. the 2026-07-28 cold starts, each on a fresh spawn: ``start_ms.discover`` and
