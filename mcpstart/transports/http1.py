@@ -89,7 +89,6 @@ class Answers:
         self._in_head = True
         self._interim = False
         self._until_close = False
-        self._begun = False
 
     def feed(self, chunk: bytes) -> tuple[list[tuple], AnswerError | None]:
         """The events ``chunk`` completes (``b""``: the server closed the connection), and
@@ -108,16 +107,13 @@ class Answers:
             if error is None and self._in_head and self._head_bytes > MAX_HEAD_BYTES:
                 error = AnswerError(f"more than {MAX_HEAD_BYTES >> 10} KiB of status line "
                                     "and header fields")
-        elif self._begun and not self._in_head and self._until_close:
+        elif not self._in_head and self._until_close:
             self._events.append(("end", False))  # RFC 9112 section 6.3, rule 8
             self._reset()
         events, self._events = self._events, []
         return events, error
 
     # llhttp's callbacks (httptools calls them by these names)
-    def on_message_begin(self) -> None:
-        self._begun = True
-
     def on_status(self, data: bytes) -> None:
         self._reason += data
 
@@ -131,7 +127,7 @@ class Answers:
         if self._interim:
             return
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in self._headers]
-        names = {k: v for k, v in headers}
+        names = dict(headers)
         chunked = names.get("transfer-encoding", "").lower().rstrip().endswith("chunked")
         self._until_close = (status not in (204, 304) and "content-length" not in names
                              and not chunked)
