@@ -85,7 +85,7 @@ class ToolList:
     list_bytes: int
     at_ns: int
     warnings: list[dict]
-    answer_ms: float = 0.0
+    answer_ms: float
 
     @property
     def definitions_bytes(self) -> int:
