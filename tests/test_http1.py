@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from mcpstart.measure.client import initialize_result, result_of
-from mcpstart.transports.http import HttpTransport
+from mcpstart.transports.http import MAX_CONNECTIONS, HttpTransport
 from mcpstart.transports.http1 import MAX_HEAD_BYTES, Answers, request_bytes
 from mcpstart.transports.session import Session, SessionError
 from mcpstart.wire import initialize_request
@@ -283,5 +283,30 @@ def test_bytes_that_are_no_answer_fail_the_request_at_once(writes, words):
         with pytest.raises(SessionError, match=words):
             initialize_result(connected(server, timeout_s=30).wait(1, 30))
         assert time.monotonic() - begun < 2
+    finally:
+        server.close()
+
+
+def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_request():
+    def reply(message, headers):
+        if message.get("id") is None:
+            return [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"], False
+        answer = json.loads(b"".join(w for w in json_answer(message) if isinstance(w, bytes))
+                            .split(b"\r\n\r\n", 1)[1])
+        event = b"event: message\ndata: " + json.dumps(answer).encode() + b"\n\n"
+        head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nMcp-Session-Id: s-1\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        return [head + b"%x\r\n%s\r\n" % (len(event), event)], False  # the stream never ends
+
+    server = RawServer(reply)
+    try:
+        session = handshake(server)
+        session.notify("notifications/initialized")
+        begun = time.monotonic()
+        for _ in range(7):  # more requests than connections may be open at once
+            assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
+        assert time.monotonic() - begun < 2
+        assert len(session.transport._connections) <= MAX_CONNECTIONS
+        session.shutdown()
     finally:
         server.close()

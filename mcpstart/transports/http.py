@@ -74,7 +74,8 @@ ACCEPT = "application/json, text/event-stream"
 MAX_CONNECTIONS = 4
 """Connections to one server at most: one carries the requests in turn; another opens only
 when every open one is busy (a reply to a server's request while its event stream is open,
-or a request still unanswered after its wait ended)."""
+a request still unanswered after its wait ended, or an answered one whose stream the server
+keeps open)."""
 RETRY_MIN_S, RETRY_MAX_S, RETRY_FRACTION = 50e-6, 1e-3, 0.02
 POLL_RESOLUTION_S = 1e-3
 """poll(2) waits in whole milliseconds (Python rounds a shorter timeout up): a shorter wait
@@ -172,6 +173,13 @@ class _Connection:
         if not self.closed:
             self.closed = True
             self.sock.close()
+
+
+def _answered(conn: _Connection) -> bool:
+    """Whether ``conn`` carries a request already answered on an event stream still open."""
+    exchange = conn.exchange
+    return (exchange is not None and exchange.kind == "request" and exchange.named
+            and exchange.stream is not None)
 
 
 def _prepare(command: Command) -> tuple[Prepared, int]:
@@ -389,21 +397,39 @@ class HttpTransport(Transport):
     # ----- the connections -------------------------------------------------------------
     def _assign(self) -> None:
         """Give queued exchanges, in order, to idle connections; open one when none is idle
-        (the first, or another while every open one is busy, unless a notification still
-        awaits its 202: what follows it must not overtake it)."""
+        and ``_room`` allows it."""
         while self._queue:
             self._connections = [c for c in self._connections if not c.closed]
             conn = next((c for c in self._connections if c.exchange is None), None)
             if conn is None:
-                busy_notice = any(c.exchange and c.exchange.kind == "notification"
-                                  and c.exchange.status is None for c in self._connections)
-                if len(self._connections) >= MAX_CONNECTIONS or busy_notice \
-                        or (self._connections and self._queue[0].kind == "notification"):
+                if not self._room():
                     return
                 conn = self._connect()
                 if conn is None:
                     return
             self._begin(conn, self._queue.popleft())
+
+    def _room(self) -> bool:
+        """Whether another connection may open for the head of the queue: not while a
+        notification awaits its 202 (what follows it must not overtake it), not for a
+        notification while a request is in flight, and at most MAX_CONNECTIONS at once. A
+        request whose answer came on an event stream the server keeps open (it SHOULD close
+        it, 2025-11-25 "Sending Messages to the Server") is not in flight: at the limit, the
+        oldest such stream is closed to make room."""
+        in_flight = [c for c in self._connections if not _answered(c)]
+        if any(c.exchange.kind == "notification" and c.exchange.status is None
+               for c in in_flight):
+            return False
+        if self._queue[0].kind == "notification" and in_flight:
+            return False
+        if len(self._connections) >= MAX_CONNECTIONS:
+            lingering = next((c for c in self._connections if _answered(c)), None)
+            if lingering is None:
+                return False
+            lingering.exchange.done, lingering.exchange = True, None
+            lingering.close()
+            self._connections.remove(lingering)
+        return True
 
     def _connect(self) -> _Connection | None:
         """A new connection attempt, unless a refused one waits for its retry time. On
