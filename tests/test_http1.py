@@ -310,3 +310,64 @@ def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_re
         session.shutdown()
     finally:
         server.close()
+
+
+def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_own():
+    def reply(message, headers):
+        if message.get("id") is None:
+            return [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"], False
+        [data] = json_answer(message)
+        return [data, 0.03, data], False  # the same answer again, after the next request
+
+    server = RawServer(reply)
+    try:
+        session = handshake(server)
+        session.notify("notifications/initialized")
+        begun = time.monotonic()
+        for _ in range(3):
+            assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
+        assert time.monotonic() - begun < 2
+        assert session.traffic.stray_responses >= 2
+        session.shutdown()
+    finally:
+        server.close()
+
+
+def test_a_server_that_closes_each_kept_alive_connection_costs_no_wait():
+    server = RawServer(lambda message, headers: (
+        [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"] if message.get("id") is None
+        else json_answer(message), True))  # closed after each answer, no Connection: close
+    try:
+        session = handshake(server)
+        begun = time.monotonic()
+        for _ in range(10):
+            assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
+        assert time.monotonic() - begun < 0.8  # a 100 ms wait per request read 1 s and more
+        assert server.connections == 11
+        session.shutdown()
+    finally:
+        server.close()
+
+
+def test_a_url_nothing_listens_on_fails_every_request_at_once():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"  # bound, never listening
+        session = Session.start(HttpTransport(url=url), initialize_request("2025-11-25"),
+                                wait_s=5, waits=FAST.waits)
+        begun = time.monotonic()
+        for what, response in (("initialize", session.wait(1, 30)),
+                               ("tools/list", session.request("tools/list", {}, 30))):
+            with pytest.raises(SessionError, match="Connection refused"):
+                result_of(response, what)
+        assert time.monotonic() - begun < 1
+        session.shutdown()
+
+
+def test_an_event_stream_ended_by_a_lone_cr_gives_its_last_event():
+    from mcpstart.transports.sse import EventStream
+
+    stream = EventStream()
+    assert stream.feed(b"data: {}\r\r") == []  # the last CR might be half of a CRLF
+    [event] = stream.end()
+    assert event.data == b"{}" and stream.pending_bytes == 0

@@ -45,11 +45,15 @@ def result_of(response: Response, what: str) -> dict:
     """The ``result`` object of an answer.
 
     Raises:
-        ProbeError: a JSON-RPC error answer (code and message quoted) or a result that is
-            not an object.
+        ProbeError: a JSON-RPC error answer (code and message quoted; an answer the HTTP
+            transport made for an exchange that failed, with no code, by its own words) or
+            a result that is not an object.
     """
     error = response.message.get("error")
     if error is not None:
+        data = error.get("data")
+        if error.get("code") is None and isinstance(data, dict) and "http_status" in data:
+            raise ProbeError(f"{what}: {error.get('message')}")
         raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
                          f"{error.get('message')}")
     result = response.message.get("result")

@@ -128,6 +128,12 @@ class Transport(ABC):
     def partial(self) -> bytes:
         """The bytes of an unterminated last frame received so far (b"" when none)."""
 
+    def take_notes(self) -> list[str]:
+        """Deviations the transport met below the session since the last call (an HTTP
+        notification refused, bytes past an answer), each once; the session counts them
+        with its traffic. The stdio transport has none."""
+        return []
+
     @abstractmethod
     def end_input(self) -> None:
         """Close the server's input (stdin EOF) once what is queued is written."""

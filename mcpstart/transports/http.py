@@ -175,6 +175,13 @@ class _Connection:
             self.sock.close()
 
 
+def _label(exchange: _Exchange) -> str:
+    """What an exchange carried, as a note names it."""
+    return exchange.method or {"response": "a reply to the server's request",
+                               "delete": "the session's DELETE"}.get(exchange.kind,
+                                                                     "bytes that are no message")
+
+
 def _answered(conn: _Connection) -> bool:
     """Whether ``conn`` carries a request already answered on an event stream still open."""
     exchange = conn.exchange
@@ -220,8 +227,8 @@ class HttpTransport(Transport):
         session_id: the ``Mcp-Session-Id`` of the current handshake-era session, or None.
         protocol_version: the revision ``initialize`` negotiated, sent as
             ``MCP-Protocol-Version`` on later handshake-era requests.
-        http_notes: HTTP answers that were neither frames nor ``end_session``'s: a
-            notification or reply refused, ``[{what, status, body}]``.
+    Deviations below the session (a notification refused or answered with a body, bytes
+    past an answer) go to the session's traffic through ``take_notes``.
     """
 
     def __init__(self, command: Command | None = None, *, url: str | None = None,
@@ -237,6 +244,8 @@ class HttpTransport(Transport):
         self._spec = (command, url, headers, cpus)
         self.cpus = cpus
         self.command = None
+        self._address = None
+        self._spare: socket.socket | None = None
         if url is not None:
             self.endpoint = Endpoint.parse(url, headers)
             self.prepared, self._log = None, -1
@@ -257,14 +266,13 @@ class HttpTransport(Transport):
         self.accepting_ns: int | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
-        self.http_notes: list[dict] = []
+        self._notes: list[str] = []
         self._connections: list[_Connection] = []
         self._queue: deque[_Exchange] = deque()
         self._frames: list[Frame] = []
         self._retry_at: float | None = None
-        self._address = None
-        self._spare: socket.socket | None = None
         self._refused: str | None = None
+        self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
 
     def fresh(self) -> "HttpTransport":
         command, url, headers, cpus = self._spec
@@ -399,8 +407,9 @@ class HttpTransport(Transport):
         """Give queued exchanges, in order, to idle connections; open one when none is idle
         and ``_room`` allows it."""
         while self._queue:
+            conn = next((c for c in self._connections if c.exchange is None and not c.closed
+                         and self._usable(c)), None)
             self._connections = [c for c in self._connections if not c.closed]
-            conn = next((c for c in self._connections if c.exchange is None), None)
             if conn is None:
                 if not self._room():
                     return
@@ -408,6 +417,30 @@ class HttpTransport(Transport):
                 if conn is None:
                     return
             self._begin(conn, self._queue.popleft())
+
+    def _usable(self, conn: _Connection) -> bool:
+        """Whether an idle connection can carry the next request. The server may have closed
+        it since its last answer (a FIN or RST is there to read), or written past that
+        answer (a second answer, bytes beyond its Content-Length), which would be read as the
+        next request's answer: such a connection is closed, the bytes noted."""
+        if conn.used == 0:
+            return True
+        ready = select.poll()
+        ready.register(conn.sock, select.POLLIN)
+        if not ready.poll(0):
+            return True
+        try:
+            data = conn.sock.recv(READ_CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            data = b""
+        if data:
+            self._notes.append(f"the server wrote {len(data)} bytes after an answer, on a "
+                               f"kept-alive connection (mcpstart closed it): "
+                               f"{jsonrpc.clip(data, 80)}")
+        conn.close()
+        return False
 
     def _room(self) -> bool:
         """Whether another connection may open for the head of the queue: not while a
@@ -435,8 +468,10 @@ class HttpTransport(Transport):
         """A new connection attempt, unless a refused one waits for its retry time. On
         loopback the kernel settles a connect within the call (an RST, or the handshake), so
         its outcome is looked at right away."""
-        if self._refused is not None or (self._retry_at is not None
-                                         and time.monotonic() < self._retry_at):
+        if self._refused is not None:
+            self._fail_queue(self._refused)  # what was queued after the refusal, at once
+            return None
+        if self._retry_at is not None and time.monotonic() < self._retry_at:
             return None
         self._retry_at = None
         try:
@@ -574,6 +609,9 @@ class HttpTransport(Transport):
         """One wait: poll the connections and the process, handle what is ready. Returns
         True when it saw the process exit (once)."""
         self._assign()
+        if self._exit_news:  # seen while assigning (a reconnect the dead server refused)
+            self._exit_news = False
+            return True
         poller = select.poll()
         owners: dict[int, _Connection] = {}
         for conn in self._connections:
@@ -646,13 +684,18 @@ class HttpTransport(Transport):
         if error is not None:
             self._lost(conn, f"the server's HTTP answer cannot be read: {error}")
         elif not chunk:
-            self._lost(conn, "the server closed the connection before answering")
+            begun = conn.exchange.status if conn.exchange is not None else None
+            self._lost(conn, "the server closed the connection before answering" if begun is None
+                       else f"the server closed the connection in the middle of its answer "
+                            f"(HTTP {begun}: the body cut short)")
 
     def _event(self, conn: _Connection, event: tuple, woke: int) -> None:
         """One event of http1.Answers for the exchange ``conn`` carries."""
         exchange = conn.exchange
         if exchange is None:  # an answer to no request: the connection is not usable
-            self._lost(conn, "the server answered a request it was not sent")
+            self._notes.append("the server wrote an answer after its answer, on a kept-alive "
+                               "connection (mcpstart closed it)")
+            conn.close()
             return
         if event[0] == "head":
             _, exchange.status, exchange.reason, fields = event
@@ -663,11 +706,15 @@ class HttpTransport(Transport):
                 exchange.stream = EventStream()
         elif event[0] == "body":
             self._body(exchange, event[1], woke)
-        else:
-            self._finish(exchange, woke)
+        elif self._finish(exchange, woke):
             conn.exchange = None
             if not event[1] or conn.out:  # an early answer (413) leaves the body unsent
                 conn.close()
+        elif event[1]:  # an earlier request's answer written again: this one's comes next
+            exchange.done, exchange.status, exchange.buffer = False, None, bytearray()
+        else:
+            self._lost(conn, "the server answered an earlier request again, then closed the "
+                             "connection")
 
     def _body(self, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.stream is None:
@@ -683,6 +730,7 @@ class HttpTransport(Transport):
     def _frame(self, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.rpc_id is not None and jsonrpc.names_id(data, exchange.rpc_id):
             exchange.named = True
+            self._answered.append(exchange.rpc_id)
             if exchange.method == "initialize":
                 self._initialized(exchange, data)
         self._frames.append(Frame(data, woke))
@@ -699,35 +747,52 @@ class HttpTransport(Transport):
             self.protocol_version = result["protocolVersion"]
             self.session_id = exchange.session_id
 
-    def _finish(self, exchange: _Exchange, woke: int) -> None:
+    def _finish(self, exchange: _Exchange, woke: int) -> bool:
         """The exchange's answer is complete: its JSON body becomes a frame; an HTTP error,
         an empty answer to a request or an event stream that ended without the answer
-        becomes an error answer (module doc)."""
+        becomes an error answer (module doc). Returns False when the answer was one an
+        earlier request already got, written again (a frame, which the session counts as a
+        stray): the exchange's own answer is still to come."""
         exchange.done = True
         status, body = exchange.status, bytes(exchange.buffer)
         if exchange.kind == "delete":
-            return
+            return True
         ok = status is not None and 200 <= status < 300
         if exchange.kind != "request":
+            if ok and body.strip() and self._again(body):
+                self._frames.append(Frame(body, woke))
+                return False
+            what = _label(exchange)
             if not ok:
-                self.http_notes.append({"what": exchange.method or exchange.kind,
-                                        "status": status, "body": jsonrpc.clip(body, 200)})
-            return
+                self._notes.append(f"{what} refused with HTTP {status} {exchange.reason}".rstrip()
+                                   + (f": {jsonrpc.clip(body, 200)}" if body.strip() else ""))
+            elif status != 202 or body.strip():
+                self._notes.append(f"{what} answered with HTTP {status}"
+                                   + (" and a body" if body.strip() else "") + " (accepted; "
+                                   "the specification asks 202 Accepted with no body)")
+            return True
         if ok and exchange.stream is not None:
+            for event in exchange.stream.end():
+                self._frame(exchange, event.data, woke)
             if not exchange.named:
                 self._error_answer(exchange, woke, "the server ended its event stream without "
                                                    "the answer")
-            return
+            return True
         if ok and body.strip():
             self._frame(exchange, body, woke)
             if exchange.named:
-                return
+                return True
         if not ok and jsonrpc.names_id(body, exchange.rpc_id):
             self._frame(exchange, body, woke)  # the request's own JSON-RPC error answer
-            return
-        if ok and body.strip():
-            return  # a body that does not name the request: the session says what it is
+            return True
+        if ok and body.strip():  # a body that does not name the request: the session's to judge
+            return not self._again(body)
         self._error_answer(exchange, woke, None, body)
+        return True
+
+    def _again(self, body: bytes) -> bool:
+        """Whether ``body`` names a request answered already: its answer written again."""
+        return any(jsonrpc.names_id(body, earlier) for earlier in self._answered)
 
     def _error_answer(self, exchange: _Exchange, woke: int, cause: str | None,
                       body: bytes = b"") -> None:
@@ -755,12 +820,12 @@ class HttpTransport(Transport):
         conn.close()
         if exchange is None or exchange.done:
             return
+        if exchange.status is None and conn.used > 1 and not exchange.retried:
+            exchange.retried = True  # a kept-alive connection the server had just closed:
+            self._queue.appendleft(exchange)  # at once on a new one (a dead server refuses it)
+            return
         if self._process_exited(0.1):
             exchange.done = True
-            return
-        if exchange.status is None and conn.used > 1 and not exchange.retried:
-            exchange.retried = True  # a kept-alive connection the server had just closed
-            self._queue.appendleft(exchange)
             return
         self._failed(exchange, cause)
 
@@ -771,8 +836,11 @@ class HttpTransport(Transport):
         if exchange.kind == "request" and not exchange.named:
             self._error_answer(exchange, time.perf_counter_ns(), cause)
         elif exchange.kind != "request":
-            self.http_notes.append({"what": exchange.method or exchange.kind, "status": None,
-                                    "body": cause})
+            self._notes.append(f"{_label(exchange)} not delivered: {cause}")
+
+    def take_notes(self) -> list[str]:
+        notes, self._notes = self._notes, []
+        return notes
 
     def _process_exited(self, wait_s: float) -> bool:
         """True when the spawned process exited (waiting at most ``wait_s`` for its pidfd:

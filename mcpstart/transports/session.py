@@ -317,6 +317,8 @@ class Session:
                 return "timeout"
             quiet = self.waits.diagnosis_s if request_id is not None else None
             self._backlog.extend(transport.receive(remaining, quiet))
+            for note in transport.take_notes():
+                self.traffic.irregular[note] += 1
             if quiet is not None and not self._backlog and transport.output_open:
                 partial = transport.partial()
                 if partial:

@@ -63,6 +63,15 @@ class EventStream:
         self._scanned = len(rest) - (1 if rest.endswith(b"\r") else 0)
         return events
 
+    def end(self) -> list[Event]:
+        """At the end of the stream: a CR held back (it might have been half of a CRLF) ends
+        its line, and the event that completes is returned; anything after it is dropped
+        (an unterminated event is not dispatched)."""
+        events = self.feed(b"\n") if self._rest.endswith(b"\r") else []
+        self._rest.clear()
+        self._scanned = 0
+        return events
+
     @property
     def pending_bytes(self) -> int:
         """How many bytes of a line not yet ended are held."""
