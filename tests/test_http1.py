@@ -371,3 +371,31 @@ def test_an_event_stream_ended_by_a_lone_cr_gives_its_last_event():
     assert stream.feed(b"data: {}\r\r") == []  # the last CR might be half of a CRLF
     [event] = stream.end()
     assert event.data == b"{}" and stream.pending_bytes == 0
+
+
+def test_a_notification_answered_200_with_a_body_is_accepted_with_a_note():
+    server = RawServer(lambda message, headers: (
+        [answer_bytes(200, b'{"ok":true}', "length")] if message.get("id") is None
+        else json_answer(message), False))
+    try:
+        session = handshake(server)
+        session.notify("notifications/initialized")
+        assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
+        assert session.traffic.irregular == {
+            "notifications/initialized answered with HTTP 200 and a body (accepted; the "
+            "specification asks 202 Accepted with no body)": 1}
+        session.shutdown()
+    finally:
+        server.close()
+
+
+def test_the_first_connection_is_made_before_the_clock():
+    import sys
+    from mcpstart.command import Command
+
+    transport = HttpTransport(Command([sys.executable, "-c", "pass", "{port}"]))
+    try:  # what start() needs after the clock: a socket made, the address known
+        assert transport._spare is not None and transport._spare.fileno() >= 0
+        assert transport._address[4] == ("127.0.0.1", transport.endpoint.port)
+    finally:
+        transport.close()
