@@ -2,7 +2,8 @@
 HTTP cold start phases timed by mcpstart (cold.cold_start and cold.modern_start over the
 Streamable HTTP transport, as ``measure --transport http`` runs them) and by an independent
 C client (benchmarks/http_clock.c: posix_spawnp, blocking connect() retried on mcpstart's
-sampling plan, raw sockets, CLOCK_MONOTONIC), interleaved run by run, the same 50 ms pause before each spawn.
+sampling plan, raw sockets, CLOCK_MONOTONIC), interleaved run by run, the same 50 ms pause before each spawn,
+the cold and the stateless start in turn first (each kind of start follows each as often).
 The target: mcpstart's median within 1.05x the C client's + 0.2 ms, per phase.
 
 Then the client's share (issue 18, point 7): N stateless 2026-07-28 tools/call on one
@@ -66,16 +67,17 @@ def c_run(binary: Path, mode: str, command, pause_ms: float) -> list[float]:
     return [float(v) for v in out.stdout.split()]
 
 
-def mcpstart_run(command, settings: Settings) -> list[float]:
-    """The same phases from mcpstart's probes (port, initialize, tools/list, first call;
-    then the stateless first call on a fresh spawn)."""
-    sample = cold_start(command, settings, Skips())
+def mcpstart_run(mode: str, command, settings: Settings) -> list[float]:
+    """The same phases from mcpstart's probes: "cold" (port, initialize, tools/list, first
+    call) or "modern" (the stateless first call; no port figure)."""
+    if mode == "cold":
+        sample = cold_start(command, settings, Skips())
+        return [sample["port"], sample["handshake"], sample["tools_list"], sample["first_call"]]
     request = modern_request("tools/call", ToolCall().params(SMALL_TEXT))
     ms, _, _, error = modern_start(command, settings, request, "tools/call reverse_text")
     if error is not None:
         raise RuntimeError(str(error))
-    return [sample["port"], sample["handshake"], sample["tools_list"], sample["first_call"],
-            None, ms]
+    return [None, ms]
 
 
 def mcpstart_warm(command, settings: Settings, calls: int) -> list[float]:
@@ -114,12 +116,13 @@ def main() -> None:
         binary = compile_client(Path(folder))
         c_times = {name: [] for name in builds}
         ours = {name: [] for name in builds}
-        for _ in range(args.rounds):
-            for name, command in builds.items():
-                cold = c_run(binary, "cold", command, settings.pause_ms)
-                modern = c_run(binary, "modern", command, settings.pause_ms)
-                c_times[name].append(cold + modern)
-                ours[name].append(mcpstart_run(command, settings))
+        for round_ in range(args.rounds):
+            order = ("cold", "modern") if round_ % 2 == 0 else ("modern", "cold")
+            for name, command in builds.items():  # each start follows each kind as often
+                theirs = {mode: c_run(binary, mode, command, settings.pause_ms) for mode in order}
+                mine = {mode: mcpstart_run(mode, command, settings) for mode in order}
+                c_times[name].append(theirs["cold"] + theirs["modern"])
+                ours[name].append(mine["cold"] + mine["modern"])
         print(f"{args.rounds} rounds per server, interleaved (C client, then mcpstart); pause "
               f"{settings.pause_ms:g} ms; load average at the end "
               f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
