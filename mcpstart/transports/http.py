@@ -544,8 +544,8 @@ class HttpTransport(Transport):
         """``exchange``'s request as bytes (http1.request_bytes).
 
         Raises:
-            ValueError: a header field that cannot be sent (e.g. a server's session id
-                holding a line break).
+            ValueError: a header field that cannot be sent (e.g. a negotiated revision,
+                the server's word, holding a line break).
         """
         host = f"[{self.endpoint.host}]" if ":" in self.endpoint.host else self.endpoint.host
         headers = [("Host", f"{host}:{self.endpoint.port}"), *exchange.headers]
