@@ -49,6 +49,11 @@ class Endpoint:
         return cls(parts.hostname, parts.port or 80, path, tuple((headers or {}).items()))
 
     @property
-    def url(self) -> str:
+    def authority(self) -> str:
+        """``host:port`` as a URL and a Host header write it (an IPv6 address bracketed)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{self.path}"
+        return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.authority}{self.path}"

@@ -201,6 +201,12 @@ class RawServer:
     def close(self):
         self.listener.close()
 
+    def __enter__(self) -> "RawServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
         "serverInfo": {"name": "raw", "version": "1"}}
@@ -236,8 +242,7 @@ def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
             return [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"], False
         return json_answer(message, framing, chunk=3, pause=0.05), framing == "close"
 
-    server = RawServer(reply)
-    try:
+    with RawServer(reply) as server:
         session = handshake(server)
         assert session.transport.session_id == "s-1"
         session.notify("notifications/initialized")
@@ -249,16 +254,13 @@ def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
         assert server.connections == (2 if framing == "close" else 1)
         assert server.requests[2][1]["mcp-session-id"] == "s-1"
         session.shutdown()
-    finally:
-        server.close()
 
 
 def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_at_once():
     def reply(message, headers):
         return json_answer(message, init={**INIT, "protocolVersion": "2025-11-25\r\nX: 1"}), False
 
-    server = RawServer(reply)
-    try:
+    with RawServer(reply) as server:
         session = connected(server)
         session.wait(1, 5)
         begun = time.monotonic()
@@ -267,8 +269,6 @@ def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_
         assert time.monotonic() - begun < 1
         assert len(server.requests) == 1  # nothing with the broken field went out
         session.shutdown()
-    finally:
-        server.close()
 
 
 @pytest.mark.parametrize("writes, words", [
@@ -278,14 +278,11 @@ def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_
     ([b"HTTP/1.1 200 OK\r\n", b"X: " + b"a" * (MAX_HEAD_BYTES + 10)], "KiB of status line"),
 ], ids=["not-http", "cut-off-body", "endless-head"])
 def test_bytes_that_are_no_answer_fail_the_request_at_once(writes, words):
-    server = RawServer(lambda message, headers: (writes, True))
-    try:
+    with RawServer(lambda message, headers: (writes, True)) as server:
         begun = time.monotonic()
         with pytest.raises(SessionError, match=words):
             initialize_result(connected(server, timeout_s=30).wait(1, 30))
         assert time.monotonic() - begun < 2
-    finally:
-        server.close()
 
 
 def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_request():
@@ -299,8 +296,7 @@ def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_re
                 b"Transfer-Encoding: chunked\r\n\r\n")
         return [head + b"%x\r\n%s\r\n" % (len(event), event)], False  # the stream never ends
 
-    server = RawServer(reply)
-    try:
+    with RawServer(reply) as server:
         session = handshake(server)
         session.notify("notifications/initialized")
         begun = time.monotonic()
@@ -309,8 +305,6 @@ def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_re
         assert time.monotonic() - begun < 2
         assert len(session.transport._connections) <= MAX_CONNECTIONS
         session.shutdown()
-    finally:
-        server.close()
 
 
 def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_own():
@@ -320,8 +314,7 @@ def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_
         [data] = json_answer(message)
         return [data, 0.03, data], False  # the same answer again, after the next request
 
-    server = RawServer(reply)
-    try:
+    with RawServer(reply) as server:
         session = handshake(server)
         session.notify("notifications/initialized")
         begun = time.monotonic()
@@ -330,15 +323,13 @@ def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_
         assert time.monotonic() - begun < 2
         assert session.traffic.stray_responses >= 2
         session.shutdown()
-    finally:
-        server.close()
 
 
 def test_a_server_that_closes_each_kept_alive_connection_costs_no_wait():
-    server = RawServer(lambda message, headers: (
+    # closed after each answer, with no Connection: close
+    with RawServer(lambda message, headers: (
         [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"] if message.get("id") is None
-        else json_answer(message), True))  # closed after each answer, no Connection: close
-    try:
+        else json_answer(message), True)) as server:
         session = handshake(server)
         begun = time.monotonic()
         for _ in range(10):
@@ -346,8 +337,6 @@ def test_a_server_that_closes_each_kept_alive_connection_costs_no_wait():
         assert time.monotonic() - begun < 0.8  # a 100 ms wait per request read 1 s and more
         assert server.connections == 11
         session.shutdown()
-    finally:
-        server.close()
 
 
 def test_a_url_nothing_listens_on_fails_every_request_at_once():
@@ -376,10 +365,9 @@ def test_an_event_stream_ended_by_a_lone_cr_gives_its_last_event():
 
 
 def test_a_notification_answered_200_with_a_body_is_accepted_with_a_note():
-    server = RawServer(lambda message, headers: (
+    with RawServer(lambda message, headers: (
         [answer_bytes(200, b'{"ok":true}', "length")] if message.get("id") is None
-        else json_answer(message), False))
-    try:
+        else json_answer(message), False)) as server:
         session = handshake(server)
         session.notify("notifications/initialized")
         assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
@@ -387,8 +375,6 @@ def test_a_notification_answered_200_with_a_body_is_accepted_with_a_note():
             "notifications/initialized answered with HTTP 200 and a body (accepted; the "
             "specification asks 202 Accepted with no body)": 1}
         session.shutdown()
-    finally:
-        server.close()
 
 
 def test_the_first_connection_is_made_before_the_clock():

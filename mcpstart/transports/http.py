@@ -547,8 +547,7 @@ class HttpTransport(Transport):
             ValueError: a header field that cannot be sent (e.g. a negotiated revision,
                 the server's word, holding a line break).
         """
-        host = f"[{self.endpoint.host}]" if ":" in self.endpoint.host else self.endpoint.host
-        headers = [("Host", f"{host}:{self.endpoint.port}"), *exchange.headers]
+        headers = [("Host", self.endpoint.authority), *exchange.headers]
         if exchange.kind == "delete":
             return request_bytes("DELETE", self.endpoint.path, headers)
         return request_bytes("POST", self.endpoint.path, headers, exchange.body)
