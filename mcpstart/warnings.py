@@ -190,9 +190,10 @@ def target(note: str) -> dict:
     return warning(Kind.TARGET, note)
 
 
-def launcher_network(kind: str, ms: float) -> dict:
+def launcher_network(kind: str, ms: float, p: float) -> dict:
     return warning(Kind.LAUNCHER, f"the launcher ({kind}) went to the network on every start: "
-                                  f"{ms:.0f} ms (median of launched minus offline, per round)",
+                                  f"{ms:.0f} ms (median of launched minus offline, per round; "
+                                  f"p = {p:.2g})",
                    "launcher.network_ms")
 
 

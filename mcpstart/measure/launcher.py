@@ -10,12 +10,12 @@ keeps its pid and shows a changed cmdline, so the spawned process itself can be 
 The environ is what the direct run is spawned with; it is never stored (it holds the target's
 secrets), only argv and cwd are.
 
-The direct command is cold-started in the same interleaved rounds as the launched one (a
-series of its own in run.py's rounds), so each round gives one difference; and where the
-launcher has a setting that keeps it off the network when its cache holds the package
-(OFFLINE_ENV), the launched command runs a third series with it set. Whether the launcher went
-to the network on every start is judged by compare's test and threshold
-(views.compare.slower): offline against launched.
+The direct command is cold-started in the same rounds as the launched one (a series of its
+own that shares every round with it, in either run order: run.run_order), so each round gives
+one difference; and where the launcher has a setting that keeps it off the network when its
+cache holds the package (OFFLINE_ENV), the launched command runs a third series with it set,
+in the same rounds. Whether the launcher went to the network on every start is judged by
+compare's test and threshold (views.compare.slower): offline against launched (``network``).
 """
 
 from __future__ import annotations
@@ -201,6 +201,39 @@ def _stats(values: dict[int, float], warmup: int) -> dict:
                      [v for r, v in sorted(values.items()) if r < warmup])
 
 
+def network(launched: list[float], offline: list[float], overhead: dict | None
+            ) -> tuple[str, bool | None, float]:
+    """Whether the launcher went to the network on every start, from the launched and the
+    offline series of the same rounds (ms, round order) and the ``overhead`` block (the stats
+    of launched minus direct, None when the direct command is not known).
+
+    compare's test and threshold (views.compare.slower), offline as OLD: "regression" (p at
+    most alpha and the launched median more than the threshold above the offline one) is a
+    network share, True; "ok" and "slower, within N%" (the launched median within the
+    threshold) are False; "too few runs" and "inconclusive (p = P)" are None. The network
+    share is part of the launcher's overhead (launched minus offline is launched minus direct
+    less what the offline launcher costs), so a share whose median lies above the upper end
+    of the overhead median's confidence interval (stats.median_ci) says the series are not
+    comparable: "inconclusive: ..." and None, not a number.
+
+    Returns:
+        ``(verdict, each_start, p)``.
+    """
+    from ..views.compare import slower
+
+    test = slower(offline, launched)
+    share = summarize([a - b for a, b in zip(launched, offline)])["median"]
+    high = (overhead or {}).get("ci_high")
+    if share is not None and high is not None and share > high:
+        return (f"inconclusive: the network share ({share:.0f} ms) is more than the whole "
+                f"launcher overhead it is part of ({overhead['median']:.0f} ms, at most "
+                f"{high:.0f} ms)", None, test.p)
+    if test.verdict == "regression":
+        return test.verdict, True, test.p
+    within = test.verdict == "ok" or test.verdict.startswith("slower, within")
+    return test.verdict, False if within else None, test.p
+
+
 def block(launch: Launch, launched: dict[int, float], warmup: int,
           memory: dict | None) -> dict:
     """The row's ``launcher`` block from the rounds (``launched``: the launched series'
@@ -213,12 +246,10 @@ def block(launch: Launch, launched: dict[int, float], warmup: int,
         network_verdict, network_p, stopped}``: ``overhead_ms`` the stats of the per-round
         differences (launched minus direct), ``network_ms`` of launched minus offline;
         ``overhead_bytes`` the tree's idle PSS minus the server's own (its process and its
-        descendants), RSS beside it; ``network_each_start`` True when compare's test finds
-        the launched series significantly slower than the offline one by more than its
-        threshold, None when there are too few runs to tell.
+        descendants), RSS beside it; ``network_verdict``, ``network_each_start`` and
+        ``network_p`` as ``network`` gives them (True: a network share; False: none above
+        compare's threshold; None: too few runs, or inconclusive, the verdict says why).
     """
-    from ..views.compare import slower
-
     out = {"kind": launch.kind, "argv": None, "cwd": None, "reason": launch.reason,
            "launched_ms": None, "direct_ms": None, "overhead_ms": None,
            "overhead_bytes": None, "overhead_rss_bytes": None,
@@ -233,12 +264,10 @@ def block(launch: Launch, launched: dict[int, float], warmup: int,
         out.update(_memory_overhead(memory, launch.direct.argv))
     if launch.offline_env and launch.offline_runs:
         through, offline = _paired(launched, launch.offline_runs, warmup)
-        verdict = slower(offline, through)
+        verdict, each_start, p = network(through, offline, out["overhead_ms"])
         out.update(offline_ms=_stats(launch.offline_runs, warmup),
                    network_ms=summarize([a - b for a, b in zip(through, offline)]),
-                   network_verdict=verdict.verdict, network_p=verdict.p,
-                   network_each_start=(None if verdict.verdict == "too few runs"
-                                       else verdict.regression))
+                   network_verdict=verdict, network_p=p, network_each_start=each_start)
     return out
 
 

@@ -79,12 +79,23 @@ def new_results(argv: list[str], settings: Settings, order: str,
                    environment=machine.describe(toolchains), settings=settings.record(order))
 
 
-def run_order(names: list[str], rounds: int, order: str, seed: int) -> list[tuple[int, str]]:
-    """The cold-start runs as (round, server) in the order they run. "interleave": every
-    round runs each server once, in an order shuffled per round by ``random.Random(seed)``;
-    "sequential": all rounds of one server, then the next."""
+def run_order(names: list[str], rounds: int, order: str, seed: int,
+              server_of: Callable[[str], str] = str) -> list[tuple[int, str]]:
+    """The cold-start runs as (round, name) in the order they run; ``server_of(name)`` is the
+    server a series belongs to (a launched server's direct and offline series are its own).
+    "interleave": every round runs each name once, in an order shuffled per round by
+    ``random.Random(seed)``; "sequential": all rounds of one server, then the next, its own
+    series sharing each round as "interleave" orders them. A series never runs apart from
+    the one it is compared with: the machine's drift between series would read as their
+    difference. The shuffle, not a fixed order, because a fixed order puts one series after
+    the other in every round, so a steady drift adds one start's worth of it to every
+    paired difference, always with the same sign."""
     if order == "sequential":
-        return [(r, name) for name in names for r in range(rounds)]
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            groups.setdefault(server_of(name), []).append(name)
+        return [run for group in groups.values()
+                for run in run_order(group, rounds, "interleave", seed)]
     rng = random.Random(seed)
     sequence = []
     for r in range(rounds):
@@ -331,18 +342,25 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
                  kind: str) -> None:
     """Warm-up and counted runs of one kind of series for each server, in ``order``:
     "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
-    run in the same rounds), "modern" (``modern_run``) or "dual" (``_dual_run``). Each run is
+    share its rounds in either order, run_order), "modern" (``modern_run``) or "dual" (``_dual_run``). Each run is
     recorded in ``results.run_sequence``. A server whose run fails keeps its samples and leaves
     the later rounds (a direct or offline run that fails stops only its own series)."""
     runs = {"handshake": _one_run, "modern": modern_run, "dual": _dual_run}
-    group = 0 if order == "interleave" else 1  # a round, or one server's series
     entries = {}
     for server in servers:
         entries[server.row.name] = (server, kind)
         if kind == "handshake" and server.launch is not None:
             entries.update({f"{server.row.name} ({extra})": (server, extra)
                             for extra in server.launch.series()})
-    sequence = run_order(list(entries), settings.warmup + settings.runs, order, settings.seed)
+
+    def server_of(name: str) -> str:
+        return entries[name][0].row.name
+
+    def group(run: tuple[int, str]):  # the results are rewritten after each: a round, a server
+        return run[0] if order == "interleave" else server_of(run[1])
+
+    sequence = run_order(list(entries), settings.warmup + settings.runs, order, settings.seed,
+                         server_of)
     for position, (round_, name) in enumerate(sequence):
         server, series = entries[name]
         if server.stopped:
@@ -363,7 +381,7 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
             server.stopped = True
         _summarize(server)
         if position + 1 == len(sequence) or \
-                sequence[position + 1][group] != sequence[position][group]:
+                group(sequence[position + 1]) != group(sequence[position]):
             on_update(results)
 
 
@@ -418,7 +436,8 @@ def _sizing(server: Server, settings: Settings) -> None:
                                                    f"{server.launch.reason}")
         elif row.launcher["network_each_start"]:
             row.warnings.append(warn.launcher_network(
-                server.launch.kind, row.launcher["network_ms"]["median"]))
+                server.launch.kind, row.launcher["network_ms"]["median"],
+                row.launcher["network_p"]))
     if server.dual or server.dual_error:
         row.dual_era = dual_era.block(server.dual, settings, server.dual_error,
                                       _call_of(server, settings))

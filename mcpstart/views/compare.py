@@ -98,7 +98,15 @@ def _series_row(name: str, metric: str, old: list[float], new: list[float], alph
         row.verdict, row.regression = "regression", True
     elif p <= alpha:
         row.verdict = f"slower, within {threshold_pct:g}%"
+    elif slower:  # the medians would make it a finding the test does not confirm
+        row.verdict = inconclusive(p)
     return row
+
+
+def inconclusive(p: float) -> str:
+    """The verdict of a test that did not reach alpha where the medians alone would make a
+    finding: "inconclusive (p = 0.27)"."""
+    return f"inconclusive (p = {p:.2g})"
 
 
 def slower(old: list[float], new: list[float], alpha: float = ALPHA,
@@ -106,7 +114,9 @@ def slower(old: list[float], new: list[float], alpha: float = ALPHA,
     """compare's test and threshold applied to any two samples (ms), NEW against OLD: the
     medians, their ratio and the exact one-sided Mann-Whitney U test; ``verdict``
     "regression" (p <= alpha and NEW's median more than ``threshold_pct`` percent above
-    OLD's), "slower, within N%", "too few runs" (p can never reach alpha) or "ok"."""
+    OLD's), "slower, within N%" (p <= alpha, the median within it), "inconclusive (p = P)"
+    (the median above it, p above alpha), "too few runs" (p can never reach alpha) or "ok"
+    (the median within it, p above alpha: not a regression whatever the test)."""
     return _series_row("", "", old, new, alpha, threshold_pct)
 
 
@@ -200,6 +210,8 @@ def compare(old: dict, new: dict, threshold_pct: float = THRESHOLD_PCT, alpha: f
     Regression rules: a series whose p <= ``alpha`` and whose NEW median is more than
     ``threshold_pct`` percent above OLD's; a server "ok" in OLD and "failed" in NEW. A series
     whose ``smallest_p`` is above ``alpha`` is "too few runs": it can never be significant.
+    A series whose median is above the threshold but whose p is above ``alpha`` is
+    "inconclusive (p = P)", never "ok": the test could not tell a slowdown from noise.
 
     Args:
         old, new: results dicts ("servers": [{name, status, handshake_ms, ...}]).
@@ -308,7 +320,8 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
         "",
         f"Exact one-sided Mann-Whitney U test that NEW is slower, alpha {alpha:g}; a "
         f"regression is p <= alpha with a median more than {threshold:g}% above OLD's, or a "
-        f"server ok in OLD that failed in NEW. Smallest attainable p: {reach}.",
+        f"server ok in OLD that failed in NEW; such a median with p above alpha is "
+        f"inconclusive. Smallest attainable p: {reach}.",
         "",
     ]
     table = [[r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
