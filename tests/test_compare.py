@@ -286,3 +286,16 @@ def test_first_byte_is_a_row_only_where_it_differs_from_the_handshake():
     assert "phases_ms.first_byte" not in {r.metric for r in rows}
     rows = compare(results(server("go")), results(server("go"))).rows
     assert "phases_ms.first_byte" in {r.metric for r in rows}
+
+
+def test_a_slowdown_the_test_cannot_confirm_is_inconclusive(tmp_path):
+    """Three of six NEW runs 30% slower, three as before: the median rises past 10%, but the
+    exact test cannot tell it from noise (p above 0.01)."""
+    old = results(server("go"))
+    mixed = [v * 1.3 for v in HANDSHAKE[:3]] + HANDSHAKE[3:]
+    new = results(server("go", handshake_ms=summarize(mixed)))
+    (row,) = [r for r in compare(old, new).rows if r.metric == "handshake_ms"]
+    assert row.ratio > 1.1 and row.p > 0.01 and not row.regression
+    assert row.verdict == f"inconclusive (p = {row.p:.2g})"
+    result = run_compare(tmp_path, old, new)
+    assert result.exit_code == 0 and f"inconclusive (p = {row.p:.2g})" in result.output
