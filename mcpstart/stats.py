@@ -145,8 +145,29 @@ def _robust_scores(values: Sequence[float]) -> tuple[list[float], str]:
             f"{_fmt(mean_ad)}")
 
 
+def busy_error(floor: dict | None) -> tuple[float, float] | None:
+    """How far a busy machine may have moved this run's figures, read on the floor server's
+    own series in the same run (a ``summarize`` block of its cold starts, ms): ``(median,
+    fastest)``, None without two counted samples.
+
+    The rule: the floor does the least work any server can (a spawn and one answer), so the
+    spread of its starts is the machine's, not its own; competing work only ever delays a
+    start, never speeds one up, so its fastest start is the nearest this run came to a quiet
+    machine, and its median (the figure every table reports) against that fastest start is
+    how far competing work moved a median: up to median - fastest ms on a start as short as
+    the floor's, and median / fastest as a fraction of a longer one (a start that needs more
+    CPU time waits for more of it). On a quiet machine the two are within ``NOISE`` of each
+    other (its note gives the floor's quiet range), so anything beyond that is the load's.
+    """
+    samples = [v for v in (floor or {}).get("samples") or [] if is_number(v)]
+    if len(samples) < 2 or min(samples) <= 0:
+        return None
+    return statistics.median(samples), min(samples)
+
+
 def series_warnings(metric: str, block: dict | None, load_average=None,
-                    cpu_count: int | None = None) -> list[dict]:
+                    cpu_count: int | None = None,
+                    floor: tuple[str, dict | None] | None = None) -> list[dict]:
     """Warnings about one measured series, each ``{kind, metric, detail}``.
 
     Kinds:
@@ -160,7 +181,9 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
             ``NOISE`` of it.
         "high_variation": stdev / mean above ``HIGH_VARIATION`` (10%).
         "load": the 1-minute load average when the run started exceeded the number of
-            cores; only when both ``load_average`` and ``cpu_count`` are given.
+            cores; only when both ``load_average`` and ``cpu_count`` are given. It says how
+            large the error can be from ``floor`` (the floor server's name and its series in
+            this run: ``busy_error``), or that --floor would size it.
 
     Args:
         metric: the series' name as it appears in the results file, e.g. "handshake_ms".
@@ -169,6 +192,7 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
         load_average: the 1-minute load average, or the ``[1m, 5m, 15m]`` list of
             ``os.getloadavg()`` / the results file's ``environment.load_average``.
         cpu_count: logical cores.
+        floor: ``(name, summarize block)`` of the floor server in the same run, or None.
     """
     warnings = []
     samples = [v for v in (block or {}).get("samples") or [] if is_number(v)]
@@ -195,7 +219,10 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
     if isinstance(load_average, Sequence) and load_average:
         load_average = load_average[0]
     if is_number(load_average) and is_number(cpu_count) and load_average > cpu_count:
-        warnings.append(warn.load(metric, load_average, cpu_count))
+        name, series = floor or (None, None)
+        error = busy_error(series)
+        warnings.append(warn.busy(metric, load_average, cpu_count,
+                                  None if error is None else (name, *error)))
     return warnings
 
 

@@ -228,6 +228,21 @@ def load(metric: str, load_average: float, cores: int) -> dict:
                    metric)
 
 
+def busy(metric: str, load_average: float, cores: int,
+         floor: tuple[str, float, float] | None) -> dict:
+    """``load``'s warning for a run, sized by the floor server's reading in it: ``(name,
+    median ms, fastest ms)`` (stats.busy_error), or None when the run holds no floor."""
+    if floor is None:
+        size = "; measure with --floor to size the error from the floor server's reading"
+    else:
+        name, median, fastest = floor
+        size = (f"; the floor server ({name}) read a median of {median:.2f} ms against "
+                f"{fastest:.2f} ms at its fastest in this run ({median / fastest:.2f}x), so "
+                f"figures may be inflated by up to ~{100 * (median / fastest - 1):.0f}% "
+                f"(+{median - fastest:.2f} ms on a start as short as the floor's)")
+    return warning(Kind.LOAD, load(metric, load_average, cores)["detail"] + size, metric)
+
+
 def load_errors(errors: dict[str, int]) -> dict:
     return warning(Kind.LOAD_ERRORS, "requests failed under load (figures, not a failure: see "
                                      "http.load[].errors): " + ", ".join(

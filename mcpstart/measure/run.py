@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import Progress, Step, __version__, warnings as warn
-from ..results import Results, ServerResult
+from ..results import Results, ServerResult, dig, is_floor
 from ..command import Command
 from ..stats import series_warnings, summarize
 from ..targets.variants import source_record, stale_lock
@@ -190,7 +190,8 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                                                          s.traffic, step))
             step("caching hints")
             _sizing(server, settings)
-        _finish(server, settings, results.environment)
+        _finish(server, settings, results.environment,
+                floor_of(live, lambda row: row.handshake_ms))
         server.done = True
         on_update(results)
     started = [s for s in live if not _could_not_start(s)]
@@ -224,8 +225,9 @@ def _measure_http(servers: list[Server], ceiling: Server | None, settings: Setti
         if server.transport == "stdio":
             server.row.skip_block("http", "a stdio server (its figures are the stdio rows)")
     measure_http(live, ceiling, settings, order, results, progress, on_update)
+    floor = floor_of(live, lambda row: dig(row.http, "start_ms.initialize"))
     for server in live:
-        _finish(server, settings, results.environment)
+        _finish(server, settings, results.environment, floor)
         server.done = True
     on_update(results)
 
@@ -507,13 +509,23 @@ def _summarize(server: Server) -> None:
                          for series, pairs in server.modern.items()}
 
 
-def _finish(server: Server, settings: Settings, env: dict) -> None:
+def floor_of(servers: list[Server], series: Callable[[ServerResult], dict | None]
+             ) -> tuple[str, dict | None] | None:
+    """The floor server among ``servers`` (results.is_floor) and its ``series`` in this run,
+    which sizes a busy machine's error (stats.busy_error); None when the run holds none."""
+    floor = next((s.row for s in servers if is_floor(vars(s.row))), None)
+    return None if floor is None else (floor.name, series(floor))
+
+
+def _finish(server: Server, settings: Settings, env: dict,
+            floor: tuple[str, dict | None] | None = None) -> None:
     """Warnings and reasons that need the whole row: the series' statistics (``env``: the
-    machine's metadata, for the load), the traffic, the negotiated revision, the methods
-    that failed, what was not measured."""
+    machine's metadata, for the load; ``floor``: the floor's cold starts in this run,
+    ``floor_of``), the traffic, the negotiated revision, the methods that failed, what was
+    not measured."""
     row = server.row
     row.warnings += series_warnings("handshake_ms", row.handshake_ms, env.get("load_average"),
-                                    env.get("cpu_count"))
+                                    env.get("cpu_count"), floor)
     revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}
     if len(revisions_seen) > 1:
         row.warnings.append(warn.revisions_varied(revisions_seen))
