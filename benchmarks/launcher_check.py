@@ -1,0 +1,180 @@
+"""Is mcpstart's launcher overhead, and its verdict on the launcher's network use, what an
+independent clock reads? For each launcher in front of a built reference server, mcpstart
+resolves the direct command (launcher.resolve_started) and cold-starts the launched, the
+direct and (where the launcher has one) the offline command (cold_start, launcher.run); the
+C harness (benchmarks/harness.c, compiled as overhead.py does) times the same three commands.
+Every round runs all of them once, mcpstart's and the harness's starts shuffled together, so
+the machine's drift hits both clocks and all three series alike.
+
+mcpstart's figures are its launcher block (launcher.block) from its own starts; the harness's
+are the median of its per-round differences, launched minus direct (overhead) and launched
+minus offline (network share), judged by the same rule (launcher.network: the statistics are
+shared, the clocks are not). Target: mcpstart's overhead within 20% or 50 ms of the harness's,
+and the same network verdict.
+
+The launchers, all run without the network: ``sh -c 'exec SERVER'`` around the C floor (the
+shell execs into the server), ``sh -c 'SERVER'`` around the Python reference server (the shell
+stays as its parent), and ``npx`` of a local package folder whose bin imports the built
+TypeScript reference server (npm_config_cache in a temporary folder).
+
+Prints per launcher both overheads, their ratio, both network verdicts and met / MISSED, with
+the load average. Asserts nothing; exits 1 when a target is missed.
+
+Usage: python benchmarks/launcher_check.py [--runs 6] [--warmup 1] [--pause-ms 50] [--seed 0]
+                                           [--cache-dir DIR] [LAUNCHERS...]
+       LAUNCHERS: any of sh-exec-c, sh-python, npx-typescript (default: all)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from mcpstart.command import Command
+from mcpstart.measure import launcher
+from mcpstart.measure.client import Skips
+from mcpstart.measure.cold import cold_start
+from mcpstart.measure.settings import Settings
+from mcpstart.stats import summarize
+from mcpstart.targets.build import cache_root, ensure_built
+from mcpstart.targets.recipes import load_recipes
+
+HERE = Path(__file__).parent
+REVISION = "2025-11-25"
+OVERHEAD_PCT, OVERHEAD_MS = 20.0, 50.0
+"""The target: mcpstart's overhead within 20% or 50 ms of the harness's (issue 23)."""
+
+
+def harness_ms(binary: Path, command: Command, pause_ms: float) -> float:
+    """One cold start timed by the C harness (its own pause first)."""
+    done = subprocess.run([str(binary), str(round(pause_ms)), "1", *command.argv],
+                          cwd=command.cwd, env=command.environment(), capture_output=True,
+                          text=True, check=True, timeout=120)
+    return float(done.stdout.split()[0])
+
+
+def npx_package(folder: Path, server: Path) -> Path:
+    """A package folder whose one bin, ``reverse-text``, imports the built TypeScript server
+    (its own node_modules resolve from where it lies)."""
+    package = folder / "reverse-text-bin"
+    package.mkdir()
+    (package / "package.json").write_text(json.dumps(
+        {"name": "reverse-text-bin", "version": "1.0.0", "bin": {"reverse-text": "server.mjs"}}))
+    (package / "server.mjs").write_text(f"#!/usr/bin/env node\nimport {json.dumps(str(server))};\n")
+    (package / "server.mjs").chmod(0o755)
+    return package
+
+
+def launchers(names: list[str], cache: Path, folder: Path) -> dict[str, Command]:
+    """The launched commands, by name, of the reference servers they need (built or cached)."""
+    recipes = {r.name: r for r in load_recipes(HERE.parent / "build-recipes",
+                                               ["c", "python", "typescript"])}
+
+    def built(name: str) -> Command:
+        build = ensure_built(recipes[name], cache)
+        if not build.ok:
+            raise SystemExit(f"{name}: not built: {build.reason}")
+        return build.command()
+
+    out = {}
+    if "sh-exec-c" in names:
+        out["sh-exec-c"] = Command(["sh", "-c", "exec " + shlex.join(built("c").argv)])
+    if "sh-python" in names:
+        python = built("python")
+        out["sh-python"] = Command(["sh", "-c", shlex.join(python.argv)], python.cwd,
+                                   python.env)
+    if "npx-typescript" in names:
+        server = Path(built("typescript").argv[-1])
+        package = npx_package(folder, server)
+        env = {"npm_config_cache": str(folder / "npm-cache"),
+               "npm_config_update_notifier": "false"}
+        out["npx-typescript"] = Command(["npx", "-y", str(package)], str(folder), env)
+    return out
+
+
+def check(name: str, command: Command, binary: Path, args) -> bool:
+    """One launcher: resolve, then the rounds, then both clocks' figures; True when met."""
+    settings = Settings(requested_revision=REVISION, timeout_s=60, pause_ms=args.pause_ms,
+                        runs=args.runs, warmup=args.warmup)
+    launch = launcher.plan(command)
+    launcher.resolve_started(launch, command, settings)
+    if launch.direct is None:
+        print(f"{name:<16}not resolved: {launch.reason}")
+        return False
+    commands = {"launched": command, "direct": launch.direct.command()}
+    if launch.offline_env:
+        commands["offline"] = Command(command.argv, command.cwd,
+                                      {**command.env, **launch.offline_env}, command.base_env)
+    ours: dict[int, float] = {}
+    theirs: dict[str, dict[int, float]] = {series: {} for series in commands}
+    rng = random.Random(args.seed)
+    for round_ in range(args.warmup + args.runs):
+        jobs = [(clock, series) for clock in ("mcpstart", "harness") for series in commands]
+        rng.shuffle(jobs)
+        for clock, series in jobs:
+            if clock == "harness":
+                theirs[series][round_] = harness_ms(binary, commands[series], args.pause_ms)
+            elif series == "launched":
+                ours[round_] = cold_start(command, settings, Skips())["handshake"]
+            else:
+                launcher.run(launch, series, command, settings, round_)
+    if launch.stopped:
+        print(f"{name:<16}mcpstart's series stopped: {launch.stopped}")
+        return False
+    block = launcher.block(launch, ours, args.warmup, None)
+    counted = {s: [v for r, v in sorted(values.items()) if r >= args.warmup]
+               for s, values in theirs.items()}
+    overhead = summarize([a - b for a, b in zip(counted["launched"], counted["direct"])])
+    m, h = block["overhead_ms"]["median"], overhead["median"]
+    verdicts = ["n/a (no offline setting)"] * 2
+    same = True
+    if "offline" in counted:
+        theirs_verdict, theirs_each, _ = launcher.network(counted["launched"],
+                                                          counted["offline"], overhead)
+        network_h = summarize([a - b for a, b in zip(counted["launched"], counted["offline"])])
+        verdicts = [f"{block['network_each_start']} ({block['network_verdict']}, "
+                    f"{block['network_ms']['median']:.1f} ms)",
+                    f"{theirs_each} ({theirs_verdict}, {network_h['median']:.1f} ms)"]
+        same = block["network_each_start"] == theirs_each
+    met = abs(m - h) <= max(OVERHEAD_MS, OVERHEAD_PCT / 100 * abs(h)) and same
+    print(f"{name:<16}{m:>12.1f}{h:>12.1f}{m / h if h else float('nan'):>8.3f}  "
+          f"{'met' if met else 'MISSED'}\n{'':<16}direct: {' '.join(launch.direct.argv)}\n"
+          f"{'':<16}network, mcpstart: {verdicts[0]}\n{'':<16}network, harness:  {verdicts[1]}")
+    return met
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--pause-ms", type=float, default=50.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir")
+    parser.add_argument("names", nargs="*", metavar="LAUNCHERS")
+    args = parser.parse_args()
+    names = args.names or ["sh-exec-c", "sh-python", "npx-typescript"]
+    with tempfile.TemporaryDirectory() as folder:
+        binary = Path(folder) / "harness"
+        subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "harness.c")], check=True)
+        commands = launchers(names, cache_root(args.cache_dir), Path(folder))
+        print(f"{args.runs} rounds after {args.warmup} warm-up, each round the launched, direct "
+              f"and offline commands once per clock, shuffled together; pause "
+              f"{args.pause_ms:g} ms; load average at start "
+              f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
+        print(f"target: overhead within {OVERHEAD_PCT:g}% or {OVERHEAD_MS:g} ms of the "
+              "harness's, the same network verdict")
+        print(f"{'launcher':<16}{'mcpstart ms':>12}{'harness ms':>12}{'ratio':>8}  target")
+        results = [check(name, command, binary, args) for name, command in commands.items()]
+        print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    sys.exit(0 if all(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
