@@ -226,8 +226,8 @@ def network(launched: list[float], offline: list[float], overhead: dict | None
     high = (overhead or {}).get("ci_high")
     if share is not None and high is not None and share > high:
         return (f"inconclusive: the network share ({share:.0f} ms) is more than the whole "
-                f"launcher overhead it is part of ({overhead['median']:.0f} ms, at most "
-                f"{high:.0f} ms)", None, test.p)
+                f"launcher overhead it is part of ({overhead['median']:.0f} ms, its median's "
+                f"{overhead['ci_level']:.0%} interval ending at {high:.0f} ms)", None, test.p)
     if test.verdict == "regression":
         return test.verdict, True, test.p
     within = test.verdict == "ok" or test.verdict.startswith("slower, within")
