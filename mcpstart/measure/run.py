@@ -344,9 +344,10 @@ def _cold_starts(servers: list[Server], settings: Settings, order: str, results:
                  kind: str) -> None:
     """Warm-up and counted runs of one kind of series for each server, in ``order``:
     "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
-    share its rounds in either order, run_order), "modern" (``modern_run``) or "dual" (``_dual_run``). Each run is
-    recorded in ``results.run_sequence``. A server whose run fails keeps its samples and leaves
-    the later rounds (a direct or offline run that fails stops only its own series)."""
+    share its rounds in either order: ``run_order``), "modern" (``modern_run``) or "dual"
+    (``_dual_run``). Each run is recorded in ``results.run_sequence``. A server whose run
+    fails keeps its samples and leaves the later rounds (a direct or offline run that fails
+    stops only its own series)."""
     runs = {"handshake": _one_run, "modern": modern_run, "dual": _dual_run}
     entries = {}
     for server in servers:

@@ -99,14 +99,8 @@ def _series_row(name: str, metric: str, old: list[float], new: list[float], alph
     elif p <= alpha:
         row.verdict = f"slower, within {threshold_pct:g}%"
     elif slower:  # the medians would make it a finding the test does not confirm
-        row.verdict = inconclusive(p)
+        row.verdict = f"inconclusive (p = {p:.2g})"
     return row
-
-
-def inconclusive(p: float) -> str:
-    """The verdict of a test that did not reach alpha where the medians alone would make a
-    finding: "inconclusive (p = 0.27)"."""
-    return f"inconclusive (p = {p:.2g})"
 
 
 def slower(old: list[float], new: list[float], alpha: float = ALPHA,
