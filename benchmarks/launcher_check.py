@@ -12,29 +12,40 @@ minus offline (network share), judged by the same rule (launcher.network: the st
 shared, the clocks are not). Target: mcpstart's overhead within 20% or 50 ms of the harness's,
 and the same network verdict.
 
-The launchers, all run without the network: ``sh -c 'exec SERVER'`` around the C floor (the
+The launchers, none reaching past loopback: ``sh -c 'exec SERVER'`` around the C floor (the
 shell execs into the server), ``sh -c 'SERVER'`` around the Python reference server (the shell
-stays as its parent), and ``npx`` of a local package folder whose bin imports the built
-TypeScript reference server (npm_config_cache in a temporary folder).
+stays as its parent), ``npx`` of a local package folder whose bin imports the built TypeScript
+reference server (npx-typescript), and ``npx -y reverse-text-bin``, the same package served by
+a registry on loopback that answers each request after ``REGISTRY_DELAY_S`` (npx-registry:
+npx asks it for the package's metadata on every start, twice, and not at all with
+npm_config_offline=true; a network share known to be there). npm_config_cache is a temporary
+folder for both.
 
 Prints per launcher both overheads, their ratio, both network verdicts and met / MISSED, with
 the load average. Asserts nothing; exits 1 when a target is missed.
 
 Usage: python benchmarks/launcher_check.py [--runs 6] [--warmup 1] [--pause-ms 50] [--seed 0]
                                            [--cache-dir DIR] [LAUNCHERS...]
-       LAUNCHERS: any of sh-exec-c, sh-python, npx-typescript (default: all)
+       LAUNCHERS: any of sh-exec-c, sh-python, npx-typescript, npx-registry (default: all)
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
+import io
 import json
 import os
 import random
 import shlex
 import subprocess
 import sys
+import tarfile
 import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from mcpstart.command import Command
@@ -50,6 +61,8 @@ HERE = Path(__file__).parent
 REVISION = "2025-11-25"
 OVERHEAD_PCT, OVERHEAD_MS = 20.0, 50.0
 """The target: mcpstart's overhead within 20% or 50 ms of the harness's (issue 23)."""
+REGISTRY_DELAY_S = 0.3
+"""How long the loopback registry waits before each answer: a slow registry's round trip."""
 
 
 def harness_ms(binary: Path, command: Command, pause_ms: float) -> float:
@@ -72,6 +85,42 @@ def npx_package(folder: Path, server: Path) -> Path:
     return package
 
 
+def registry(package: Path) -> str:
+    """The URL of an npm registry on loopback, in a thread of this process, that serves
+    ``package`` (its metadata and its tarball) and waits ``REGISTRY_DELAY_S`` before each
+    answer."""
+    meta = json.loads((package / "package.json").read_text())
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
+        tar.add(package, "package")
+    tgz = packed.getvalue()
+
+    class Registry(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            time.sleep(REGISTRY_DELAY_S)
+            if self.path.endswith(".tgz"):
+                body = tgz
+            else:
+                url = f"{base}{meta['name']}/-/{meta['name']}-{meta['version']}.tgz"
+                integrity = base64.b64encode(hashlib.sha512(tgz).digest()).decode()
+                body = json.dumps({"name": meta["name"], "dist-tags": {"latest": meta["version"]},
+                                   "versions": {meta["version"]: {**meta, "dist": {
+                                       "tarball": url, "shasum": hashlib.sha1(tgz).hexdigest(),
+                                       "integrity": f"sha512-{integrity}"}}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return base
+
+
 def launchers(names: list[str], cache: Path, folder: Path) -> dict[str, Command]:
     """The launched commands, by name, of the reference servers they need (built or cached)."""
     recipes = {r.name: r for r in load_recipes(HERE.parent / "build-recipes",
@@ -90,12 +139,15 @@ def launchers(names: list[str], cache: Path, folder: Path) -> dict[str, Command]
         python = built("python")
         out["sh-python"] = Command(["sh", "-c", shlex.join(python.argv)], python.cwd,
                                    python.env)
-    if "npx-typescript" in names:
-        server = Path(built("typescript").argv[-1])
-        package = npx_package(folder, server)
+    if {"npx-typescript", "npx-registry"} & set(names):
+        package = npx_package(folder, Path(built("typescript").argv[-1]))
         env = {"npm_config_cache": str(folder / "npm-cache"),
                "npm_config_update_notifier": "false"}
-        out["npx-typescript"] = Command(["npx", "-y", str(package)], str(folder), env)
+        if "npx-typescript" in names:
+            out["npx-typescript"] = Command(["npx", "-y", str(package)], str(folder), env)
+        if "npx-registry" in names:
+            out["npx-registry"] = Command(["npx", "-y", "reverse-text-bin"], str(folder),
+                                          {**env, "npm_config_registry": registry(package)})
     return out
 
 
@@ -144,8 +196,11 @@ def check(name: str, command: Command, binary: Path, args) -> bool:
                     f"{theirs_each} ({theirs_verdict}, {network_h['median']:.1f} ms)"]
         same = block["network_each_start"] == theirs_each
     met = abs(m - h) <= max(OVERHEAD_MS, OVERHEAD_PCT / 100 * abs(h)) and same
+    spread = ", ".join(f"{who} [{b['ci_low']:.1f}, {b['ci_high']:.1f}]"
+                       for who, b in (("mcpstart", block["overhead_ms"]), ("harness", overhead)))
     print(f"{name:<16}{m:>12.1f}{h:>12.1f}{m / h if h else float('nan'):>8.3f}  "
           f"{'met' if met else 'MISSED'}\n{'':<16}direct: {' '.join(launch.direct.argv)}\n"
+          f"{'':<16}overhead median's {overhead['ci_level']:.0%} interval (ms): {spread}\n"
           f"{'':<16}network, mcpstart: {verdicts[0]}\n{'':<16}network, harness:  {verdicts[1]}")
     return met
 
@@ -159,7 +214,7 @@ def main() -> None:
     parser.add_argument("--cache-dir")
     parser.add_argument("names", nargs="*", metavar="LAUNCHERS")
     args = parser.parse_args()
-    names = args.names or ["sh-exec-c", "sh-python", "npx-typescript"]
+    names = args.names or ["sh-exec-c", "sh-python", "npx-typescript", "npx-registry"]
     with tempfile.TemporaryDirectory() as folder:
         binary = Path(folder) / "harness"
         subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "harness.c")], check=True)
