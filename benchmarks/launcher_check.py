@@ -56,6 +56,7 @@ from mcpstart.measure.settings import Settings
 from mcpstart.stats import summarize
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
+from overhead import harness_ms  # this folder's: the C harness, one timed start
 
 HERE = Path(__file__).parent
 REVISION = "2025-11-25"
@@ -63,14 +64,6 @@ OVERHEAD_PCT, OVERHEAD_MS = 20.0, 50.0
 """The target: mcpstart's overhead within 20% or 50 ms of the harness's (issue 23)."""
 REGISTRY_DELAY_S = 0.3
 """How long the loopback registry waits before each answer: a slow registry's round trip."""
-
-
-def harness_ms(binary: Path, command: Command, pause_ms: float) -> float:
-    """One cold start timed by the C harness (its own pause first)."""
-    done = subprocess.run([str(binary), str(round(pause_ms)), "1", *command.argv],
-                          cwd=command.cwd, env=command.environment(), capture_output=True,
-                          text=True, check=True, timeout=120)
-    return float(done.stdout.split()[0])
 
 
 def npx_package(folder: Path, server: Path) -> Path:

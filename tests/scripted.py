@@ -92,6 +92,23 @@ class GoodServer:
         return type(self)()
 
 
+class Timed(GoodServer):
+    """A GoodServer that answers initialize ``delay_s`` (virtual) after it is asked."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+
+    def answer(self, message):
+        outs = super().answer(message)
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            for out in outs:
+                out.after_s = self.delay_s
+        return outs
+
+    def fresh(self) -> "Timed":
+        return Timed(self.delay_s)
+
+
 @dataclass
 class _Event:
     at_s: float

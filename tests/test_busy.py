@@ -10,26 +10,19 @@ from mcpstart.measure import run
 from mcpstart.results import ServerResult
 
 from conftest import fast
-from scripted import GoodServer, Spawner
+from scripted import GoodServer, Spawner, Timed
 
 FLOOR_MS = [1.0, 2.5, 1.0, 2.0, 2.4, 2.2, 1.2]
 """The floor's initialize answers, warm-up first: a median of 2.1 ms against 1.0 at its
 fastest over the six counted starts."""
 
 
-class Floor(GoodServer):
+class Floor(Timed):
     starts = 0
 
     def __init__(self):
-        self.delay_s = FLOOR_MS[Floor.starts % len(FLOOR_MS)] / 1000
+        super().__init__(FLOOR_MS[Floor.starts % len(FLOOR_MS)] / 1000)
         Floor.starts += 1
-
-    def answer(self, message):
-        outs = super().answer(message)
-        if isinstance(message, dict) and message.get("method") == "initialize":
-            for out in outs:
-                out.after_s = self.delay_s
-        return outs
 
 
 def measure(monkeypatch, names: list[str], load: float):

@@ -14,26 +14,9 @@ from mcpstart.results import ServerResult
 from mcpstart.views.table import ROWS, cell, fmt_ms
 
 from conftest import fast
-from scripted import GoodServer, ScriptedTransport
+from scripted import ScriptedTransport, Timed
 
 NETWORK_ROW = next(r for r in ROWS if r.path == "launcher.network_each_start")
-
-
-class Timed(GoodServer):
-    """Answers initialize ``delay_s`` (virtual) after it is asked."""
-
-    def __init__(self, delay_s: float = 0.0):
-        self.delay_s = delay_s
-
-    def answer(self, message):
-        outs = super().answer(message)
-        if isinstance(message, dict) and message.get("method") == "initialize":
-            for out in outs:
-                out.after_s = self.delay_s
-        return outs
-
-    def fresh(self):
-        return Timed(self.delay_s)
 
 
 @dataclass
