@@ -14,16 +14,19 @@ deviation) and, per client and per carrier, a verdict. The carriers: ``line`` (a
   ``validate_json`` of the bytes, events through httpx2's text decoding (U+FFFD) and
   ``validate_json``.
 
-tests/test_client_claims.py feeds every example to each client's own code and fails when a
-verdict here is wrong.
+tests/test_client_claims.py feeds every example to each client's own code (tests/clients/) and
+fails when a verdict here is wrong.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLIENTS = {"typescript": "the TypeScript SDK 2.4.0", "python": "the Python SDK (mcp) 2.3.0"}
-"""Client key -> its name in the texts (the SDK versions the reference recipes pin)."""
+SDK_VERSIONS = {"typescript": "2.4.0", "python": "2.3.0"}
+"""The client SDKs' versions the verdicts were verified at: those the reference recipes pin."""
+CLIENTS = {"typescript": f"the TypeScript SDK {SDK_VERSIONS['typescript']}",
+           "python": f"the Python SDK (mcp) {SDK_VERSIONS['python']}"}
+"""Client key -> its name in the texts."""
 CARRIERS = ("line", "body", "event")
 
 READS = "reads it"
