@@ -184,6 +184,8 @@ KINDS = [
          _bytes(lambda d: b"x" * (1 << 20) + b"\n" + d)),
     Kind("deep_nesting", "bytes", "failed", "nested deeper than mcpstart's JSON parser",
          _marked(b"[" * 100_000 + b"]" * 100_000)),
+    Kind("nesting_past_201", "bytes", "warned", "nested more than 201 levels",
+         _marked(b"[" * 201 + b"]" * 201)),
     Kind("huge_integer", "bytes", "warned", "more than 4300 digits", _marked(b"1" * 5000)),
     Kind("nan", "bytes", "warned", "NaN or Infinity", _marked(b"NaN")),
     Kind("infinity", "bytes", "warned", "NaN or Infinity", _marked(b"-Infinity")),

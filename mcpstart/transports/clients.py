@@ -38,6 +38,9 @@ REFUSED = (REJECTS, ENDS)
 """The verdicts under which the client gets no message."""
 PYTHON_INT_DIGITS = 4300
 """Longest integer the Python SDK's parser reads (longer: "number out of range")."""
+PYTHON_MAX_DEPTH = 201
+"""Deepest nesting the Python SDK's parser reads, the message object counted as level 1
+(deeper: "recursion limit exceeded")."""
 
 
 def _message(x: bytes) -> bytes:
@@ -85,6 +88,10 @@ DEVIATIONS = {
     "long_integer": Deviation(
         f"holds an integer of more than {PYTHON_INT_DIGITS} digits",
         _message(b"1" * (PYTHON_INT_DIGITS + 1)),
+        {"typescript": _same(READS), "python": _same(REJECTS)}),
+    "deep_nesting": Deviation(
+        f"is nested more than {PYTHON_MAX_DEPTH} levels deep",
+        _message(b"[" * (PYTHON_MAX_DEPTH - 1) + b"]" * (PYTHON_MAX_DEPTH - 1)),
         {"typescript": _same(READS), "python": _same(REJECTS)}),
     "duplicate_key": Deviation(
         "holds an object with a duplicate key (RFC 8259, section 4: names SHOULD be unique)",

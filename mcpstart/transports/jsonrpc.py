@@ -16,7 +16,7 @@ that it recognises an answer a strict client would drop. What each SDK's client 
 deviation is clients.DEVIATIONS (verified against the clients): where no client gets the
 message (a byte order mark on a stdio line, bytes before the message, a raw control character
 in a string), the answer fails at once saying so; where the clients disagree (NaN, invalid
-UTF-8, a lone surrogate escape, a very long integer), it is measured as a client that reads it
+UTF-8, a lone surrogate escape, a very long integer, nesting past 201 levels), it is measured as a client that reads it
 does, with a warning naming which clients refuse it; where all read it (a duplicate key), it
 is accepted with a note.
 """
@@ -39,6 +39,7 @@ MAX_INT_DIGITS = 4000
 UTF8_BOM = b"\xef\xbb\xbf"
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*"|true|false|null)')
 _MEMBER = re.compile(rb'"(?:result|error|jsonrpc)"\s*:')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
 @dataclass
@@ -89,6 +90,21 @@ def _lone_surrogate(data: bytes, value) -> bool:
     return False
 
 
+def _deeper(data: bytes, limit: int) -> bool:
+    """True when the JSON text ``data`` nests arrays and objects more than ``limit`` deep
+    (looked for only when it opens more than ``limit``): its brackets outside strings, with the
+    innermost empty pairs removed once per level."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    kept = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_BRACKETS)
+    brackets = b"".join(kept.split(b'"')[::2])  # outside strings
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"-").replace(b"{}", b"-").translate(None, b"-")
+    return bool(brackets)
+
+
 def decode(data: bytes, carrier: str = "line") -> Decoded:
     """Read one message's bytes (a stdio line without its end and surrounding whitespace, an
     HTTP body or an event's data: ``carrier``, as clients.CARRIERS) as JSON, as leniently as
@@ -128,6 +144,8 @@ def decode(data: bytes, carrier: str = "line") -> Decoded:
         seen["bytes_before"] = f"{start} character(s): {text[:min(start, 20)]!r}"
     if _lone_surrogate(data, out.value):
         seen["lone_surrogate"] = None
+    if _deeper(data, clients.PYTHON_MAX_DEPTH):
+        seen["deep_nesting"] = None
     for name, detail in seen.items():
         said = (clients.DEVIATIONS[name].what + (f" [{detail}]" if detail else "")
                 + f"; {clients.verdicts(name, carrier)}")
