@@ -12,6 +12,8 @@ from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.measure.client import call_tool
 from mcpstart.results import ServerResult
+from mcpstart.transports import jsonrpc
+from mcpstart.transports.clients import DEVIATIONS
 from mcpstart.transports.http import HttpTransport
 from mcpstart.transports.session import Session
 from mcpstart.wire import UNICODE_CHECK, ToolCall, initialize_request
@@ -80,18 +82,38 @@ def test_invalid_utf8_in_the_tool_result_is_named_by_offset_and_bytes():
     assert row.payload["verified"] is True  # the ASCII payload reverses the same by bytes
 
 
+def http_session(*switches: str) -> Session:
+    command = Command([sys.executable, str(FAKE_HTTP), "--port", "{port}", *switches])
+    session = Session.start(HttpTransport(command), initialize_request("2025-11-25"),
+                            wait_s=10, waits=fast().waits)
+    session.wait(1, 10)
+    session.notify("notifications/initialized")
+    return session
+
+
+def test_a_byte_order_mark_fails_a_stdio_line_and_is_measured_in_a_json_body():
+    bom = DEVIATIONS["bom"].example
+    assert jsonrpc.decode(bom, "line").strict.startswith("begins with a UTF-8 byte order mark")
+    assert jsonrpc.decode(bom, "event").strict is not None
+    session = http_session("--bom")  # the initialize answer's session id is read through it
+    try:
+        outcome = call_tool(session, ToolCall(), "abc", 10)
+        split = dict(session.traffic.split)
+    finally:
+        session.shutdown()
+    assert outcome.text == "cba"
+    [(note, count)] = split.items()
+    assert note.startswith("begins with a UTF-8 byte order mark; the TypeScript SDK 2.4.0 reads "
+                           "it, the Python SDK (mcp) 2.3.0 rejects it") and count == 2  # initialize, tools/call
+
+
 @pytest.mark.parametrize("switches,python", [
     ((), "the Python SDK (mcp) 2.3.0 rejects it"),
     (("--sse",), "both read it with U+FFFD in place of the invalid bytes")],
     ids=["json", "event-stream"])
 def test_invalid_utf8_over_http_is_named_with_what_the_clients_do_there(switches, python):
-    command = Command([sys.executable, str(FAKE_HTTP), "--port", "{port}", "--byte-reverse",
-                       *switches])
-    session = Session.start(HttpTransport(command), initialize_request("2025-11-25"),
-                            wait_s=10, waits=fast().waits)
+    session = http_session("--byte-reverse", *switches)
     try:
-        session.wait(1, 10)
-        session.notify("notifications/initialized")
         outcome = call_tool(session, ToolCall(), UNICODE_CHECK, 10)
     finally:
         session.shutdown()
