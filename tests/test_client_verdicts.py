@@ -95,7 +95,7 @@ def test_a_byte_order_mark_fails_a_stdio_line_and_is_measured_in_a_json_body():
     bom = DEVIATIONS["bom"].example
     assert jsonrpc.decode(bom, "line").strict.startswith("begins with a UTF-8 byte order mark")
     assert jsonrpc.decode(bom, "event").strict is not None
-    session = http_session("--bom")  # the initialize answer's session id is read through it
+    session = http_session("--bom")
     try:
         outcome = call_tool(session, ToolCall(), "abc", 10)
         split = dict(session.traffic.split)

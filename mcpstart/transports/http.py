@@ -738,8 +738,10 @@ class HttpTransport(Transport):
         """The session's id and negotiated revision from the initialize answer, for the
         headers of what follows (2025-11-25, "Session Management", "Protocol Version
         Header")."""
-        value = jsonrpc.decode(data).value  # as the session reads it (a byte order mark too)
-        result = value.get("result") if isinstance(value, dict) else None
+        try:
+            result = json.loads(data).get("result")
+        except (ValueError, AttributeError):
+            return
         if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
             self.protocol_version = result["protocolVersion"]
             self.session_id = exchange.session_id
