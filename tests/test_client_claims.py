@@ -13,8 +13,9 @@ import pytest
 
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
-from mcpstart.transports.clients import (CARRIERS, DEVIATIONS, ENDS, LAST, READS, REJECTS,
-                                         REPLACES, SDK_VERSIONS)
+from mcpstart.transports.clients import (CARRIERS, DEVIATIONS, ENDS, LAST, PYTHON_INT_DIGITS,
+                                         PYTHON_MAX_DEPTH, READS, REJECTS, REPLACES,
+                                         SDK_VERSIONS)
 
 from conftest import unavailable
 
@@ -22,7 +23,17 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).parent.parent
 PROBES = Path(__file__).parent / "clients"
-WELL_FORMED = b'{"jsonrpc":"2.0","id":1,"result":{"x":1}}'
+def message(x: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":1,"result":{"x":' + x + b"}}"
+
+
+READ_BY_ALL = {
+    "well_formed": message(b"1"),
+    "digits_at_the_limit": message(b"1" * PYTHON_INT_DIGITS),
+    "depth_at_the_limit": message(b"[" * (PYTHON_MAX_DEPTH - 2) + b"]" * (PYTHON_MAX_DEPTH - 2)),
+}
+"""Messages every client reads: a probe can say "reads", and the limits clients.py names are
+the last values read (one more is each limit's deviation example)."""
 RECIPE_OF = {"typescript": "typescript", "python": "python"}
 CLAIMS = [(name, client, carrier) for name, deviation in DEVIATIONS.items()
           for client in deviation.verdicts for carrier in CARRIERS]
@@ -54,7 +65,7 @@ def builds() -> dict:
 def seen(builds, tmp_path_factory) -> dict:
     """client -> case -> carrier -> [outcome, value], both probes run at once."""
     cases = tmp_path_factory.mktemp("claims") / "cases.json"
-    cases.write_text(json.dumps({"well_formed": WELL_FORMED.hex(),
+    cases.write_text(json.dumps({**{name: m.hex() for name, m in READ_BY_ALL.items()},
                                  **{name: d.example.hex() for name, d in DEVIATIONS.items()}}))
     running = {
         "typescript": subprocess.Popen(
@@ -81,10 +92,11 @@ def test_each_claim_holds_for_that_client(seen, name, client, carrier):
         f"clients.py says {client} {verdict} ({name}, {carrier}); it did: {outcome} {value!r}"
 
 
-def test_a_well_formed_message_is_read_by_every_probe(seen):
-    """The probes can say "reads": a claim of refusal is not a probe that refuses all."""
+@pytest.mark.parametrize("name", READ_BY_ALL)
+def test_every_client_reads_a_message_within_the_limits(seen, name):
     for client in seen:
-        assert seen[client]["well_formed"] == {c: ["reads", "1"] for c in CARRIERS}, client
+        outcomes = seen[client][name]
+        assert all(outcomes[c][0] == "reads" for c in CARRIERS), (client, outcomes)
 
 
 def test_the_claims_name_the_sdk_versions_that_were_probed(builds):

@@ -77,7 +77,7 @@ def test_invalid_utf8_in_the_tool_result_is_named_by_offset_and_bytes():
     assert first_invalid(check) in row.reason
     assert row.reason.startswith("tools/call reverse_text: the answer to the emoji / combining "
                                  "mark check holds invalid UTF-8")
-    assert "the Python SDK (mcp) 2.3.0 stops reading the server" in row.reason
+    assert "the Python SDK (mcp) 2.3.0 ends the connection" in row.reason
     assert "did not reverse" not in row.reason
     assert row.payload["verified"] is True  # the ASCII payload reverses the same by bytes
 

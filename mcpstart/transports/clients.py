@@ -33,7 +33,7 @@ READS = "reads it"
 REPLACES = "reads it with U+FFFD in place of the invalid bytes"
 LAST = "keeps the last value"
 REJECTS = "rejects it"
-ENDS = "stops reading the server (its UTF-8 decoder raises)"
+ENDS = "ends the connection (its stdio reader raises UnicodeDecodeError)"
 REFUSED = (REJECTS, ENDS)
 """The verdicts under which the client gets no message."""
 PYTHON_INT_DIGITS = 4300
