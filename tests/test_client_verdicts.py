@@ -102,9 +102,9 @@ def test_a_byte_order_mark_fails_a_stdio_line_and_is_measured_in_a_json_body():
     finally:
         session.shutdown()
     assert outcome.text == "cba"
-    [(note, count)] = split.items()
+    [(note, count)] = split.items()  # once for initialize, once for tools/call
     assert note.startswith("begins with a UTF-8 byte order mark; the TypeScript SDK 2.4.0 reads "
-                           "it, the Python SDK (mcp) 2.3.0 rejects it") and count == 2  # initialize, tools/call
+                           "it, the Python SDK (mcp) 2.3.0 rejects it") and count == 2
 
 
 @pytest.mark.parametrize("switches,python", [

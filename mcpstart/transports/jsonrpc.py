@@ -16,8 +16,8 @@ that it recognises an answer a strict client would drop. What each SDK's client 
 deviation is clients.DEVIATIONS (verified against the clients): where no client gets the
 message (a byte order mark on a stdio line, bytes before the message, a raw control character
 in a string), the answer fails at once saying so; where the clients disagree (NaN, invalid
-UTF-8, a lone surrogate escape, a very long integer, nesting past 201 levels), it is measured as a client that reads it
-does, with a warning naming which clients refuse it; where all read it (a duplicate key), it
+UTF-8, a lone surrogate escape, a very long integer, nesting past 201 levels), it is measured
+as a client that reads it does, with a warning naming which clients refuse it; where all read it (a duplicate key), it
 is accepted with a note.
 """
 

@@ -50,10 +50,12 @@ async def line(data: bytes, folder: str) -> list:
 
 
 async def http(data: bytes, content_type: str) -> list:
-    body = data if content_type == "application/json" else b"event: message\ndata: " + data + b"\n\n"
+    body = (data if content_type == "application/json"
+            else b"event: message\ndata: " + data + b"\n\n")
     client = httpx2.AsyncClient(transport=httpx2.MockTransport(
-        lambda request: httpx2.Response(200, headers={"content-type": content_type}, content=body)))
-    async with streamable_http_client("http://probe.invalid/mcp", http_client=client) as (read, write):
+        lambda _: httpx2.Response(200, headers={"content-type": content_type}, content=body)))
+    async with streamable_http_client("http://probe.invalid/mcp",
+                                      http_client=client) as (read, write):
         await write.send(SessionMessage(JSONRPCRequest(jsonrpc="2.0", id=1, method="ping")))
         with anyio.fail_after(WAIT_S):
             return outcome(await read.receive())

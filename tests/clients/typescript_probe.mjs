@@ -43,7 +43,11 @@ for (const [name, hex] of Object.entries(cases)) {
   const bytes = Buffer.from(hex, "hex");
   out[name] = {};
   for (const [carrier, probe] of Object.entries({ line, body, event })) {
-    try { out[name][carrier] = await probe(bytes); } catch (error) { out[name][carrier] = refused(error); }
+    try {
+      out[name][carrier] = await probe(bytes);
+    } catch (error) {
+      out[name][carrier] = refused(error);
+    }
   }
 }
 console.log(JSON.stringify(out));
