@@ -73,6 +73,8 @@ class Kind(StrEnum):
     """compare: the two files come from different machines."""
     PHASE_RULE = "phase_rule"
     """compare: the two files time the phases past the handshake by different rules."""
+    CLIENTS_DISAGREE = "clients_disagree"
+    """a message that some official SDKs' clients refuse and others read (measured as read)."""
 
 
 def warning(kind: Kind, detail: str, metric: str | None = None) -> dict:
@@ -93,6 +95,11 @@ def crlf(count: int) -> dict:
 
 def irregular_answer(note: str, count: int) -> dict:
     return warning(Kind.IRREGULAR_ANSWER, f"{note} ({count} time(s); accepted)")
+
+
+def clients_disagree(note: str, count: int) -> dict:
+    return warning(Kind.CLIENTS_DISAGREE, f"a message that {note} ({count} time(s); measured "
+                                          "as a client that reads it)")
 
 
 def server_requests(methods) -> dict:

@@ -29,7 +29,7 @@ def test_an_answer_nested_too_deep_fails_that_call_and_keeps_the_rest():
     row, seconds = measure("--deep-small-call", "100000")
     assert row.status == "failed"
     assert "tools/call reverse_text: the line with the answer cannot be read: it is nested " \
-           "deeper than the JSON parser allows" in row.reason
+           "deeper than mcpstart's JSON parser (Python's json) reads" in row.reason
     assert "RecursionError" not in row.reason and "could not measure" not in row.reason
     assert row.handshake_ms["n"] == RUNS and row.tools["count"] == 1
     assert row.memory["idle_rss_bytes"] > 0

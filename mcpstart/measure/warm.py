@@ -141,7 +141,12 @@ def _large_call(session: Session, settings: Settings, row: ServerResult, call: T
         row.warnings += memory.peak_warnings(row.memory)
     if call.verifiable:
         check = call_tool(session, call, UNICODE_CHECK, settings.timeout_s)
-        row.payload["unicode_verified"] = check.text == UNICODE_CHECK[::-1]
+        reversed_ = check.text == UNICODE_CHECK[::-1]
+        if not reversed_ and check.response.invalid_utf8:  # an encoding finding
+            raise ProbeError(f"tools/call {call.name}: the answer to the emoji / combining mark "
+                             f"check {check.response.invalid_utf8}; no client reads the "
+                             "reversed text from it")
+        row.payload["unicode_verified"] = reversed_
 
 
 def _round_trips(session: Session, settings: Settings, row: ServerResult, call: ToolCall,

@@ -34,7 +34,8 @@ class Frame:
     ``data`` excludes the frame's end; ``at_ns`` is ``time.perf_counter_ns()`` taken when the
     wait that delivered the frame's last byte woke up; ``crlf`` is True when a line ended in
     CRLF; ``source`` is "stdout", or "stderr" for a line of the diagnostic stream that looks
-    like a JSON message (a server writing its answers to the wrong stream).
+    like a JSON message (a server writing its answers to the wrong stream); over HTTP "body"
+    (an ``application/json`` body) or "event" (an event's data).
     """
 
     data: bytes

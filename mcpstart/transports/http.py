@@ -732,7 +732,7 @@ class HttpTransport(Transport):
             self._answered.append(exchange.rpc_id)
             if exchange.method == "initialize":
                 self._initialized(exchange, data)
-        self._frames.append(Frame(data, woke))
+        self._frames.append(Frame(data, woke, source="event" if exchange.stream else "body"))
 
     def _initialized(self, exchange: _Exchange, data: bytes) -> None:
         """The session's id and negotiated revision from the initialize answer, for the

@@ -12,10 +12,13 @@ answer raise ``MalformedAnswer`` at once: both ``result`` and ``error`` or neith
 never sent, a message spread over several lines, the request itself written back (an echo).
 
 What a line's bytes are (``decode``): mcpstart reads more leniently than the official SDKs, so
-that it recognises an answer a strict client would drop; where both SDKs' parsers reject the
-line (a byte order mark, bytes before the message, a raw control character in a string, NaN
-or Infinity), the answer fails at once saying so; where one of them accepts it (invalid UTF-8,
-which the TypeScript SDK's decoder replaces; duplicate keys), it is accepted with a note.
+that it recognises an answer a strict client would drop. What each SDK's client does with each
+deviation is clients.DEVIATIONS (verified against the clients): where no client gets the
+message (a byte order mark on a stdio line, bytes before the message, a raw control character
+in a string), the answer fails at once saying so; where the clients disagree (NaN, invalid
+UTF-8, a lone surrogate escape, a very long integer, nesting past 201 levels), it is measured
+as a client that reads it does, with a warning naming which clients refuse it; where all read it (a duplicate key), it
+is accepted with a note.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import json
 import re
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+
+from . import clients
 
 MAX_JOINED_LINES = 10_000
 """How many following lines mcpstart joins to a line that starts like JSON but does not parse,
@@ -34,48 +39,85 @@ MAX_INT_DIGITS = 4000
 UTF8_BOM = b"\xef\xbb\xbf"
 _ID = re.compile(rb'"id"\s*:\s*(-?\d+(?:\.\d+)?|"(?:[^"\\]|\\.)*"|true|false|null)')
 _MEMBER = re.compile(rb'"(?:result|error|jsonrpc)"\s*:')
-STRICT = "JSON.parse in the TypeScript SDK and Python's json reject the whole line"
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b'[]{}"')
 
 
 @dataclass
 class Decoded:
     """What one line's bytes are. ``value``: the JSON value (None when the line is none);
-    ``notes``: deviations a tolerant client accepts; ``strict``: why the official SDKs'
-    parsers reject the line although mcpstart read it; ``error``: why it is no JSON at all."""
+    ``notes``: deviations every client reads; ``split``: deviations some clients refuse and
+    others read (each with what every client does); ``strict``: why no client gets the message
+    although mcpstart read it; ``error``: why it is no JSON at all; ``invalid_utf8``: the
+    deviation's text when the bytes hold invalid UTF-8 (where the first invalid bytes are, in
+    hex, and what each client does), else None."""
 
     value: object = None
     notes: list[str] = field(default_factory=list)
+    split: list[str] = field(default_factory=list)
     strict: str | None = None
     error: str | None = None
+    invalid_utf8: str | None = None
 
 
-def _loads(text: str, seen: set, strict: bool = True):
+def _loads(text: str, seen: dict, strict: bool = True):
     def constant(name: str) -> float:
-        seen.add("constant")
+        seen.setdefault("nan" if name == "NaN" else "infinity", name)
         return float(name.replace("Infinity", "inf"))
 
     def pairs(items: list) -> dict:
         if len({k for k, _ in items}) < len(items):
-            seen.add("duplicate")
+            seen.setdefault("duplicate_key", None)
         return dict(items)
 
+    def integer(digits: str):
+        if len(digits.lstrip("-")) > clients.PYTHON_INT_DIGITS:
+            seen.setdefault("long_integer", f"{len(digits.lstrip('-'))} digits")
+        return int(digits) if len(digits) <= MAX_INT_DIGITS else float(digits)
+
     return json.loads(text, strict=strict, parse_constant=constant, object_pairs_hook=pairs,
-                      parse_int=lambda s: int(s) if len(s) <= MAX_INT_DIGITS else float(s))
+                      parse_int=integer)
 
 
-def decode(data: bytes) -> Decoded:
-    """Read one line (line end and surrounding whitespace removed) as JSON, as leniently as
+def _lone_surrogate(data: bytes, value) -> bool:
+    """True when ``value`` holds a string with a lone UTF-16 surrogate (only looked for when
+    the bytes hold a surrogate escape)."""
+    if b"\\ud" not in data and b"\\uD" not in data:
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _deeper(data: bytes, limit: int) -> bool:
+    """True when the JSON text ``data`` nests arrays and objects more than ``limit`` deep
+    (looked for only when it opens more than ``limit``): its brackets outside strings, with the
+    innermost empty pairs removed once per level."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    kept = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_BRACKETS)
+    brackets = b"".join(kept.split(b'"')[::2])  # outside strings
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"-").replace(b"{}", b"-").translate(None, b"-")
+    return bool(brackets)
+
+
+def decode(data: bytes, carrier: str = "line") -> Decoded:
+    """Read one message's bytes (a stdio line without its end and surrounding whitespace, an
+    HTTP body or an event's data: ``carrier``, as clients.CARRIERS) as JSON, as leniently as
     the answer can still be recognised (module doc). Never raises."""
-    out, seen = Decoded(), set()
+    out, seen = Decoded(), {}
     if data.startswith(UTF8_BOM):
-        data, out.strict = data[3:], f"begins with a UTF-8 byte order mark; {STRICT}"
+        data, seen["bom"] = data[3:], None
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as err:
         text = data.decode("utf-8", "replace")
-        out.notes.append("a line with invalid UTF-8, read with U+FFFD in place of the bad bytes "
-                         "as the TypeScript SDK's decoder does (a strict decoder such as "
-                         "Python's rejects the line)")
+        at = err.start + (3 if "bom" in seen else 0)
+        seen["invalid_utf8"] = f"at byte {at} of the message: {data[err.start:err.end].hex(' ')}"
     try:
         try:
             out.value = _loads(text, seen)
@@ -83,28 +125,38 @@ def decode(data: bytes) -> Decoded:
             if "control character" not in str(err):
                 raise
             out.value = _loads(text, seen, strict=False)
-            out.strict = out.strict or f"holds a raw control character in a string; {STRICT}"
+            seen.setdefault("control_character", None)
     except RecursionError:
-        out.error = "it is nested deeper than the JSON parser allows"
+        out.error = "it is nested deeper than mcpstart's JSON parser (Python's json) reads"
+        return out
     except ValueError as err:
         start = text.find("{")
         out.error = f"not valid JSON: {err}"
-        if start > 0:
-            try:
-                value = _loads(text[start:], seen)
-            except (ValueError, RecursionError):
-                return out
-            if _is_message(value):
-                out.value, out.error = value, None
-                out.strict = (f"has {start} character(s) before the JSON message on its line "
-                              f"({text[:min(start, 20)]!r}); {STRICT}")
-        return out
-    if "constant" in seen:
-        out.strict = out.strict or ("holds NaN or Infinity, which JSON does not allow (RFC 8259, "
-                                    f"section 6); {STRICT}")
-    if "duplicate" in seen:
-        out.notes.append("an object with a duplicate key (parsers differ on which value wins; "
-                         "JSON.parse and Python keep the last)")
+        if start <= 0:
+            return out
+        try:
+            value = _loads(text[start:], seen)
+        except (ValueError, RecursionError):
+            return out
+        if not _is_message(value):
+            return out
+        out.value, out.error = value, None
+        seen["bytes_before"] = f"{start} character(s): {text[:min(start, 20)]!r}"
+    if _lone_surrogate(data, out.value):
+        seen["lone_surrogate"] = None
+    if _deeper(data, clients.PYTHON_MAX_DEPTH):
+        seen["deep_nesting"] = None
+    for name, detail in seen.items():
+        said = (clients.DEVIATIONS[name].what + (f" [{detail}]" if detail else "")
+                + f"; {clients.verdicts(name, carrier)}")
+        if name == "invalid_utf8":
+            out.invalid_utf8 = said
+        if clients.refused_by_all(name, carrier):
+            out.strict = out.strict or said
+        elif clients.split(name, carrier):
+            out.split.append(said)
+        else:
+            out.notes.append(f"a message that {said}")
     return out
 
 

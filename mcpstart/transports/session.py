@@ -24,6 +24,9 @@ from . import jsonrpc
 from .base import Ended, Frame, FrameTooLong, SpawnError, Transport, elapsed_ms
 from .stdio import poll_many
 
+CARRIER = {"body": "body", "event": "event"}
+"""Frame.source -> the carrier clients.DEVIATIONS names (a stdio line otherwise)."""
+
 
 @dataclass(frozen=True)
 class Waits:
@@ -61,12 +64,14 @@ class Exited(SessionError):
 class Response:
     """The answer to one request. ``at_ns``: ``time.perf_counter_ns()`` right after the read
     that completed its line; ``size_bytes``: the line's length as written (line end
-    excluded); ``sent_ns``: when the request was handed to the pipe."""
+    excluded); ``sent_ns``: when the request was handed to the pipe; ``invalid_utf8``: what
+    the answer's invalid UTF-8 is and what clients do with it (jsonrpc.Decoded), else None."""
 
     message: dict
     at_ns: int
     size_bytes: int
     sent_ns: int
+    invalid_utf8: str | None = None
 
     @property
     def answer_ms(self) -> float:
@@ -87,6 +92,7 @@ class Traffic:
     stray_responses: int = 0
     stray_example: str | None = None
     irregular: Counter = field(default_factory=Counter)
+    split: Counter = field(default_factory=Counter)
     launcher_exit: dict | None = None
     refused: Counter = field(default_factory=Counter)
     unknown_progress: int = 0
@@ -102,6 +108,7 @@ class Traffic:
         self.stray_responses += other.stray_responses
         self.stray_example = self.stray_example or other.stray_example
         self.irregular.update(other.irregular)
+        self.split.update(other.split)
         self.launcher_exit = self.launcher_exit or other.launcher_exit
         self.refused.update(other.refused)
         self.unknown_progress += other.unknown_progress
@@ -127,6 +134,7 @@ class Traffic:
             notes.append(warn.crlf(self.crlf_lines))
         notes += [warn.irregular_answer(note, count)
                   for note, count in sorted(self.irregular.items())]
+        notes += [warn.clients_disagree(note, count) for note, count in sorted(self.split.items())]
         if self.server_requests:
             notes.append(warn.server_requests(self.server_requests))
         if self.stray_responses:
@@ -358,7 +366,7 @@ class Session:
         if not text:
             return None
         what = self._pending[request_id][0] if request_id is not None else ""
-        decoded = jsonrpc.decode(text)
+        decoded = jsonrpc.decode(text, CARRIER.get(line.source, "line"))
         if line.source == "stderr":
             return self._on_stderr(decoded, request_id, what)
         if self._joined is not None:
@@ -436,6 +444,8 @@ class Session:
         if decoded.strict:
             self.traffic.irregular[f"a message that {decoded.strict} (skipped)"] += 1
             return None
+        for note in decoded.split:
+            self.traffic.split[note] += 1
         for notification in parsed.notifications:
             self._on_notification(notification, request_id, what)
         for note in parsed.notes:
@@ -451,7 +461,8 @@ class Session:
         for note in parsed.answer.irregular:
             self.traffic.irregular[note] += 1
         _, sent = self._pending.pop(request_id)
-        return Response(parsed.answer.message, line.at_ns, len(line.data), sent or self.t0_ns)
+        return Response(parsed.answer.message, line.at_ns, len(line.data), sent or self.t0_ns,
+                        decoded.invalid_utf8)
 
     def _on_notification(self, message: dict, request_id, what: str) -> None:
         """Count a notification; one that cancels the awaited request ends its wait."""

@@ -30,6 +30,9 @@ parser.add_argument("--slow-load", type=float, default=0,
 parser.add_argument("--exit-on-call", action="store_true", help="exit 3 at tools/call")
 parser.add_argument("--session-mib", type=int, default=0,
                     help="hold this many MiB (pages touched) per open session, freed by DELETE")
+parser.add_argument("--byte-reverse", action="store_true",
+                    help="reverse_text reverses the text's UTF-8 bytes (invalid UTF-8 in the answer)")
+parser.add_argument("--bom", action="store_true", help="begin each JSON answer with a UTF-8 BOM")
 parser.add_argument("--no-answer-stream", action="store_true",
                     help="end the event stream without the answer")
 args = parser.parse_args()
@@ -149,14 +152,18 @@ class Handler(BaseHTTPRequestHandler):
                   {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32601,
                                                              "message": "Method not found"}})
         data = json.dumps(answer).encode()
+        if args.byte_reverse and method == "tools/call":
+            text = (params.get("arguments") or {}).get("text", "")
+            data = data.replace(json.dumps(text[::-1]).encode(),
+                                b'"' + text.encode()[::-1] + b'"')
         if not args.sse:
-            return self.reply(200, data, headers=headers)
+            return self.reply(200, b"\xef\xbb\xbf" * args.bom + data, headers=headers)
         log = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
                           "params": {"level": "info", "data": "working"}})
         events = f"id: 1\r\ndata:\r\n\r\n: keep-alive\r\nevent: message\r\ndata: {log}\r\n\r\n"
         if not args.no_answer_stream:
-            events += f"event: message\r\ndata: {data.decode()}\r\n\r\n"
-        self.reply(200, events.encode(), "text/event-stream", headers)
+            events += "event: message\r\ndata: @ANSWER@\r\n\r\n"
+        self.reply(200, events.encode().replace(b"@ANSWER@", data), "text/event-stream", headers)
 
 
 if args.start_delay:
