@@ -103,6 +103,20 @@ def test_a_payload_refused_at_every_halving_is_n_a_with_the_sizes_tried(monkeypa
     assert row.status == "ok" and row.memory["before_call_rss_bytes"] > 0
 
 
+def test_endpoint_names_the_path_of_the_commands_spawned_over_http(tmp_path):
+    from mcpstart.targets.plan import PlanError, make_plan
+
+    def plan(command, endpoint):
+        return make_plan(command, ("s=stdio-server",), (), None, None, None, (), False,
+                         lambda: tmp_path, endpoint=endpoint)
+    http, stdio = plan(("srv", "--port", "{port}"), "/rpc").targets
+    assert (http.endpoint_path, stdio.endpoint_path) == ("/rpc", "/mcp")
+    assert plan(("srv", "{port}"), None).targets[0].endpoint_path == "/mcp"
+    with pytest.raises(PlanError, match="--endpoint is the MCP endpoint's path of a server "
+                                        "spawned over HTTP"):
+        plan(("srv",), "/rpc")
+
+
 def test_a_spawned_server_at_another_endpoint_path_is_reached(two_rows):
     _, rows = two_rows
     for row in rows.values():
