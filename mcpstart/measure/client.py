@@ -63,11 +63,10 @@ def result_of(response: Response, what: str) -> dict:
     """
     error = response.message.get("error")
     if error is not None:
-        data = error.get("data")
-        status = data.get("http_status") if isinstance(data, dict) else None
-        if status == 413:
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        if data.get("http_status") == 413:
             raise TooLarge(f"{what}: {error.get('message')}")
-        if error.get("code") is None and status is not None:
+        if error.get("code") is None and "http_status" in data:
             raise ProbeError(f"{what}: {error.get('message')}")
         raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
                          f"{error.get('message')}")

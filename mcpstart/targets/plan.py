@@ -83,11 +83,11 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         raise PlanError(f"--transport must be one of {', '.join(TRANSPORTS)}")
     if url is not None:
         try:
-            endpoint = Endpoint.parse(url)
+            at = Endpoint.parse(url)
         except ValueError as err:
             raise PlanError(f"--url {err}") from err
-        plan.targets.append(Target(name or f"{endpoint.host}:{endpoint.port}", [], url=url,
-                                   load_allowed=is_loopback(endpoint.host) or load_named))
+        plan.targets.append(Target(name or f"{at.host}:{at.port}", [], url=url,
+                                   load_allowed=is_loopback(at.host) or load_named))
     if name is not None and not command and url is None:
         raise PlanError("--name names the server given after --; there is none")
     if name is not None and not name.strip():
