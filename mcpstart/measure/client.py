@@ -24,7 +24,7 @@ class ProbeError(SessionError):
 
 class TooLarge(ProbeError):
     """The server refused the request's body as too large: HTTP 413 Content Too Large
-    (RFC 9110, 15.5.14; the Python and TypeScript SDKs' servers answer it over their 4 MiB
+    (RFC 9110, 15.5.14; the Python SDK's server, mcp 2.3.0, answers it over its 4 MiB
     default body limit)."""
 
 
