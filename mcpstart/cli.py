@@ -92,6 +92,8 @@ targets_opts = apply(
         help="Every stdio server of an editor's MCP config; repeatable."),
     opt("--client", type=click.Choice(CLIENTS), help="The config's client, if not told."),
     opt("--cwd", type=click.Path(file_okay=False), help="Working directory of -- and --server."),
+    opt("--endpoint", metavar="PATH", check=_lib(".endpoint:endpoint_path"),
+        help="MCP endpoint path of -- and --server commands with {port} [default: /mcp]."),
     opt("--env", multiple=True, metavar="KEY=VALUE", check=_lib(".command:env_pairs"),
         help="Set a variable for every server (never shown or stored); repeatable."),
     opt("--input", "inputs", multiple=True, metavar="ID=VALUE", check=_lib(".command:env_pairs"),
@@ -188,7 +190,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
               context_settings={"allow_interspersed_args": False},
               epilog="\b\nExamples:\n  mcpstart measure --runs 6 > table.md\n"
                      "  mcpstart measure --config ~/.cursor/mcp.json --budget 10,30,60\n"
-                     "  mcpstart measure --transport http   # over Streamable HTTP, with load")
+                     "  mcpstart measure --transport http   # over Streamable HTTP, with load\n"
+                     "  mcpstart measure --call count --args '{\"n\": 30}' -- ./server")
 @apply(
     opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000), help="Counted runs."),
     opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000), help="Warm-ups."),
@@ -199,8 +202,9 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
                      check=_lib(".wire:revision"), help="Revision asked for in initialize."),
     opt("--payload-bytes", default=defaults.PAYLOAD_BYTES, type=click.IntRange(1, 128 << 20)),
     opt("--call", "call_tool", metavar="TOOL", help="Tool to call (default: reverse_text)."),
-    opt("--args", "call_args", metavar="JSON", help='Arguments of --call; "{payload}" in a '
-                                                    'string value becomes the payload text.'),
+    opt("--args", "call_args", metavar="JSON", help='Arguments of --call, any JSON object: '
+        "'{}' (none), '{\"n\": 30}'; \"{payload}\" in a string value becomes the large "
+        'call\'s text (none: no large call) [default: {"text": "{payload}"}].'),
     targets_opts, opt("--name", help="Name of the server given after --."),
     opt("--floor", is_flag=True, help="Also measure the C floor server (the least possible)."),
     opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S),

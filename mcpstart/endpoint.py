@@ -9,7 +9,20 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 ENDPOINT = "/mcp"
-"""The MCP endpoint of a spawned server (the reference servers' path)."""
+"""The MCP endpoint of a spawned server by default (the reference servers' path; a recipe's
+``run.endpoint`` or ``--endpoint`` names another)."""
+
+
+def endpoint_path(value: str) -> str:
+    """The path of a spawned server's MCP endpoint, as given: it starts with "/" and holds no
+    whitespace (a query may follow).
+
+    Raises:
+        ValueError: any other value.
+    """
+    if not value.startswith("/") or any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} is not a path: it must start with / and hold no spaces")
+    return value
 
 
 def is_loopback(host: str) -> bool:

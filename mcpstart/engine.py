@@ -120,8 +120,8 @@ JOB_OPTIONS = ("output", "exports", "budget", "sessions", "rebuild", "require_al
 def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: list[str],
             progress: Progress, only=(), name: str | None = None, floor: bool = False) -> Job:
     """The Job a command's parsed ``options`` describe: the plan of ``-- COMMAND`` and the
-    ``server_specs``, ``configs``, ``client``, ``cwd``, ``recipes_dir``, ``url`` and
-    ``remote`` options (the recipe folder said through ``progress``; ``settings.transport``
+    ``server_specs``, ``configs``, ``client``, ``cwd``, ``recipes_dir``, ``url``,
+    ``remote`` and ``endpoint`` options (the recipe folder said through ``progress``; ``settings.transport``
     picks the reference recipes), ``load_seconds`` (--load-s: None keeps the default and
     puts no non-loopback URL under load; a command without the key, ``revisions``, has no
     load), every JOB_OPTIONS field ``options`` names, and the
@@ -145,7 +145,7 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
                          pre=options.get("pre", False), transport=settings.transport,
                          url=options.get("url"), remote=options.get("remote", False),
                          load=settings.load_s > 0 and "load_seconds" in options,
-                         load_named=load_s is not None)
+                         load_named=load_s is not None, endpoint=options.get("endpoint"))
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,

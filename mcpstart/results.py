@@ -46,6 +46,11 @@ class ServerResult:
     round_trip_ms: dict | None = None
     memory: dict | None = None
     payload: dict | None = None
+    """The large call (measure/warm.py): ``{tool, request_bytes, response_bytes,
+    round_trip_ms, verified, unicode_verified, is_error, refused}``; ``request_bytes`` the
+    payload the server took, ``refused`` ``[{request_bytes, cause}]``: each size it refused
+    as too large (HTTP 413) before, halved each time; ``{tool, refused}`` alone when it
+    refused every size (``not_measured.payload`` says which)."""
     tools: dict | None = None
     footprint: dict | None = None
     protocol: dict | None = None
@@ -53,8 +58,9 @@ class ServerResult:
     page_cache: dict | None = None
     traffic: dict | None = None
     http: dict | None = None
-    """Streamable HTTP figures (design.md ``servers[].http``): start_ms, latency_ms,
-    session_ms, sessions_leak, load; None for a stdio server."""
+    """Streamable HTTP figures (design.md ``servers[].http``): endpoint (the URL; a spawned
+    server's with ``{port}``, measure/http_run.py), start_ms, latency_ms, session_ms,
+    sessions_leak, load; None for a stdio server."""
     launcher: dict | None = None
     dual_era: dict | None = None
     caching: dict | None = None

@@ -69,8 +69,9 @@ warm round trips: made once, not inside a timed phase."""
 
 @dataclass(frozen=True)
 class ToolCall:
-    """The tool mcpstart calls: ``name`` and its ``arguments``, in which every string value
-    equal to or containing ``{payload}`` gets the payload text."""
+    """The tool mcpstart calls: ``name`` and its ``arguments`` (a JSON object whose values may
+    be of any JSON type), in which every string value equal to or containing ``{payload}``
+    gets the payload text."""
 
     name: str = REFERENCE_TOOL
     arguments: dict = field(default_factory=lambda: {"text": PAYLOAD_MARK})
@@ -87,13 +88,21 @@ class ToolCall:
             return value
         return {"name": self.name, "arguments": fill(self.arguments)}
 
+    @property
+    def carries_payload(self) -> bool:
+        """True when a string value of the arguments holds ``{payload}``: the call can be
+        made large."""
+        return self.params("") != self.params(PAYLOAD_MARK * 2)
+
     @classmethod
     def parse(cls, name: str | None, args: str | None) -> "ToolCall | None":
         """``--call NAME --args JSON`` as a ToolCall; None without a name (the default call).
+        ``--call NAME`` alone sends ``{"text": "{payload}"}``; ``--args '{}'`` sends no
+        arguments; any JSON values are sent as they are (``{"n": 30}``).
 
         Raises:
-            ValueError: args without a name, JSON that is not an object, or no ``{payload}``
-                in any string value (the message says which).
+            ValueError: args without a name, or JSON that is not an object (tools/call
+                arguments are an object: MCP specification, server/tools, "Calling Tools").
         """
         if args is not None and name is None:
             raise ValueError("--args needs --call TOOL")
@@ -106,10 +115,7 @@ class ToolCall:
         except ValueError as err:
             raise ValueError(f"--args: not JSON: {err}") from err
         if not isinstance(arguments, dict):
-            raise ValueError("--args: must be a JSON object")
-        if PAYLOAD_MARK not in json.dumps(arguments):
-            raise ValueError(f'--args: no "{PAYLOAD_MARK}" in any string value: nothing would '
-                             "carry the payload")
+            raise ValueError("--args: must be a JSON object (tools/call arguments are one)")
         return cls(name, arguments)
 
     @property

@@ -124,6 +124,8 @@ def _set(path: str, value):
                                      "'websocket'"),
     (_set("transport", "http"), "field 'run.argv' holds no {port}: an HTTP server is told "
                                 "its port there"),
+    (_set("run.endpoint", "/rpc"), "field 'run.endpoint' is the path of an HTTP server's MCP "
+                                   'endpoint; the recipe is not transport = "http"'),
 ])
 def test_bad_recipe_names_file_and_field(tmp_path, edit, message):
     recipe = toy_recipe()
@@ -175,8 +177,14 @@ def test_transport_is_stdio_unless_the_recipe_says_http(tmp_path):
     recipe["transport"] = "http"
     recipe["run"]["argv"] = ["python3", "server.py", "--port", "{port}"]
     loaded = load_recipe(write_recipe(tmp_path, "toy-http", recipe, {}))
-    assert loaded.transport == "http"
+    assert loaded.transport == "http" and loaded.endpoint == "/mcp"
     assert loaded.run_argv == ["python3", "server.py", "--port", "{port}"]  # filled at spawn
+    recipe["run"]["endpoint"] = "/rpc?v=1"
+    assert load_recipe(write_recipe(tmp_path, "toy-http", recipe, {})).endpoint == "/rpc?v=1"
+    recipe["run"]["endpoint"] = "rpc"
+    with pytest.raises(RecipeError, match="field 'run.endpoint' 'rpc' is not a path: it must "
+                                          "start with /"):
+        load_recipe(write_recipe(tmp_path, "toy-http", recipe, {}))
 
 
 def test_without_names_only_stdio_recipes_load_unless_asked(tmp_path):

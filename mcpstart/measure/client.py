@@ -13,8 +13,19 @@ from ..transports.session import NoAnswer, Response, Session, SessionError
 from ..wire import REFERENCE_TOOL, ToolCall, paging_stop
 
 
+NO_TOOL = f"the server lists no {REFERENCE_TOOL} tool; name one with --call TOOL"
+"""Why what needs a tool call is not measured (n/a) where the server lists no reference
+tool and no --call names another."""
+
+
 class ProbeError(SessionError):
     """The server answered, but not as the MCP specification or the called tool requires."""
+
+
+class TooLarge(ProbeError):
+    """The server refused the request's body as too large: HTTP 413 Content Too Large
+    (RFC 9110, 15.5.14; the Python SDK's server, mcp 2.3.0, answers it over its 4 MiB
+    default body limit)."""
 
 
 def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
@@ -45,14 +56,17 @@ def result_of(response: Response, what: str) -> dict:
     """The ``result`` object of an answer.
 
     Raises:
+        TooLarge: the HTTP transport's answer for a request refused with 413.
         ProbeError: a JSON-RPC error answer (code and message quoted; an answer the HTTP
             transport made for an exchange that failed, with no code, by its own words) or
             a result that is not an object.
     """
     error = response.message.get("error")
     if error is not None:
-        data = error.get("data")
-        if error.get("code") is None and isinstance(data, dict) and "http_status" in data:
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        if data.get("http_status") == 413:
+            raise TooLarge(f"{what}: {error.get('message')}")
+        if error.get("code") is None and "http_status" in data:
             raise ProbeError(f"{what}: {error.get('message')}")
         raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
                          f"{error.get('message')}")

@@ -18,9 +18,15 @@ probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (de
    same scenarios against the HTTP floor in this run (``ceiling_rps`` in every row's
    blocks, ``results.load_ceiling``).
 
-A server already running (a URL) gets no start-up figures; its memory is read where its
-listener is a process of this machine. A step's failure fails the row (run._guard) and
-never loses what came before; errors under load are figures and a warning, not a failure.
+``endpoint``: where the MCP endpoint is: the URL, or for a spawned server
+``http://127.0.0.1:{port}PATH`` (PATH: its recipe's ``run.endpoint`` or ``--endpoint``,
+default /mcp; each spawn gets its own port). A server that lists no tool to call (no
+reverse_text and no --call) gets the steps that need a call as n/a with the reason, as on
+stdio (``http.start_ms.first_call``, ``latency_ms``, ``session_ms``, ``sessions_leak``,
+``load``); the rest is measured. A server already running (a URL) gets no start-up figures;
+its memory is read where its listener is a process of this machine. A step's failure fails
+the row (run._guard) and never loses what came before; errors under load are figures and a
+warning, not a failure.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from .. import Progress, Step, warnings as warn
 from ..results import Results
 from ..stats import summarize
 from ..endpoint import Endpoint
-from ..transports.http import HttpTransport
-from ..wire import initialize_request
+from ..transports.http import PORT, HttpTransport
+from ..transports.session import Session
+from ..wire import ToolCall, initialize_request
 from . import load, revisions, spawn, tokens
+from .client import NO_TOOL, chosen_call, initialize_result, list_tools
 from .cold import cold_start
 from .http_sessions import listener_processes, session_costs
 from .run import Server, _guard, _stats, modern_run, run_order
@@ -56,7 +64,7 @@ def http_settings(server: Server, settings: Settings, cpus=None) -> Settings:
         return replace(settings, spawner=lambda _command: HttpTransport(
             url=server.url, headers=server.headers))
     return replace(settings, spawner=lambda command: HttpTransport(
-        command, headers=server.headers, cpus=cpus))
+        command, headers=server.headers, cpus=cpus, path=server.endpoint_path))
 
 
 def measure_http(servers: list[Server], ceiling: Server | None, settings: Settings,
@@ -67,7 +75,8 @@ def measure_http(servers: list[Server], ceiling: Server | None, settings: Settin
     for server in servers:
         row = server.row
         row.transport = "http"
-        row.http = {"endpoint": None, "start_ms": None, "latency_ms": None, "session_ms": None,
+        row.http = {"endpoint": server.url or f"http://127.0.0.1:{PORT}{server.endpoint_path}",
+                    "start_ms": None, "latency_ms": None, "session_ms": None,
                     "sessions_leak": None, "load": []}
         for block in STDIO_BLOCKS:
             row.skip_block(block, "an HTTP server: its start-up is http.start_ms")
@@ -175,7 +184,9 @@ def _matrix(server: Server, settings: Settings) -> None:
 
 def _latency(row) -> None:
     """``http.latency_ms`` from the tool session's round trips (one kept-alive connection,
-    one call in flight): ``{n, p50, p95, p99, mean, samples}``."""
+    one call in flight): ``{n, p50, p95, p99, mean, samples}``; n/a where they are."""
+    if "round_trip_ms" in row.not_measured:
+        row.skip_block("http.latency_ms", row.not_measured["round_trip_ms"])
     samples = (row.round_trip_ms or {}).get("samples")
     if not samples:
         return
@@ -186,18 +197,35 @@ def _latency(row) -> None:
                               "mean": stats["mean"], "samples": samples}
 
 
+def _call(session: Session, settings: Settings, reference: bool = False) -> ToolCall | None:
+    """The call of a step that needs one, chosen on ``session`` (initialize answered) as the
+    tool session chooses it: ``--call`` (``reference``: reverse_text, for the ceiling's
+    floor), else reverse_text where its tools/list lists it, else None (client.chosen_call).
+
+    Raises:
+        SessionError: tools/list got no usable answer, or the --call tool cannot be called.
+    """
+    initialize_result(session.wait(1, settings.timeout_s))
+    session.notify("notifications/initialized")
+    return chosen_call(None if reference else settings.call,
+                       list_tools(session, settings.timeout_s))
+
+
 def _sessions(server: Server, settings: Settings) -> None:
     """Full sessions on one server (a fresh spawn, or the URL's): their cost and the memory
-    slope over them."""
+    slope over them; n/a without a tool to call."""
     first = initialize_request(settings.requested_revision)
     with spawn.started([(server.command, first)], http_settings(server, settings),
                        timed=False) as (session,):
-        session.wait(1, settings.timeout_s)
+        call = _call(session, settings)
+        if call is None:
+            for block in ("http.session_ms", "http.sessions_leak"):
+                server.row.skip_block(block, NO_TOOL)
+            return
         transport = session.transport
-        server.row.http["endpoint"] = transport.endpoint.url
         processes = (transport.processes.scan() if transport.processes is not None
                      else listener_processes(transport.endpoint))
-        costs, leak = session_costs(transport, settings, processes)
+        costs, leak = session_costs(transport, settings, call, processes)
     server.row.http["session_ms"], server.row.http["sessions_leak"] = costs, leak
     if leak is None:
         server.row.skip_block("http.sessions_leak", "the server's listener is not a process "
@@ -256,14 +284,17 @@ def _load(server: Server, settings: Settings) -> None:
     blocks = []
     with spawn.started([(server.command, first)],
                        http_settings(server, settings, server_cpus), timed=False) as (session,):
-        session.wait(1, settings.timeout_s)
+        call = _call(session, settings, reference=server.ceiling_only)
+        if call is None:
+            server.row.skip_block("http.load", NO_TOOL)
+            return
         transport = session.transport
         processes = (transport.processes.scan() if transport.processes is not None
                      else listener_processes(transport.endpoint))
         endpoint: Endpoint = transport.endpoint
         for scenario in load.SCENARIOS:
             try:
-                blocks.append(load.run_scenario(endpoint, scenario, settings, processes,
+                blocks.append(load.run_scenario(endpoint, scenario, settings, call, processes,
                                                 engine_cpus, server_cpus))
             except load.LoadError as err:  # the engine's failure, not the server's
                 server.row.skip_block(f"http.load.{scenario}", str(err))

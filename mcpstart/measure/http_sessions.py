@@ -81,9 +81,9 @@ def one_session(transport: HttpTransport, settings: Settings, call: ToolCall) ->
     return (transport.now_ns() - start) / 1e6, status
 
 
-def session_costs(transport: HttpTransport, settings: Settings,
+def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
                   processes: list[psutil.Process]) -> tuple[dict, dict | None]:
-    """``settings.http_sessions`` full sessions (module doc). Returns ``(session_ms,
+    """``settings.http_sessions`` full sessions (module doc), each calling ``call``. Returns ``(session_ms,
     sessions_leak)``: a stats block in ms; ``{sessions, delete_status, rss_before_bytes,
     rss_after_bytes, bytes_per_session, points: [[sessions, rss_bytes]]}``, None when the
     server's processes cannot be read.
@@ -91,7 +91,6 @@ def session_costs(transport: HttpTransport, settings: Settings,
     Raises:
         SessionError: as ``one_session``; the sessions before it are lost with it.
     """
-    call = settings.call or ToolCall()
     count = settings.http_sessions
     for _ in range(WARMUP):
         one_session(transport, settings, call)

@@ -36,6 +36,7 @@ import psutil
 
 from ..endpoint import Endpoint
 from ..transports.http import affinity
+from ..wire import SMALL_TEXT, ToolCall
 from .settings import Settings
 
 SCENARIOS = ("session", "calls", "rate")
@@ -75,11 +76,11 @@ def cores() -> tuple[frozenset[int] | None, frozenset[int] | None]:
     return frozenset(cpus[:1]), frozenset(cpus[1:])
 
 
-def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings,
+def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: ToolCall,
                  processes: list[psutil.Process], engine_cpus: frozenset[int] | None,
                  server_cpus: frozenset[int] | None = None) -> dict:
-    """One scenario against ``endpoint``; ``processes``: the server's (sampled; [] when not
-    on this machine). Returns the load block (design.md ``http.load[]``, module doc).
+    """One scenario against ``endpoint``, its tools/call ``call`` with SMALL_TEXT where it
+    places the payload; ``processes``: the server's (sampled; [] when not on this machine). Returns the load block (design.md ``http.load[]``, module doc).
 
     Raises:
         LoadError: Locust is not installed, or its run left no records (its output's tail
@@ -95,7 +96,8 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings,
             "host": endpoint.host, "port": endpoint.port, "path": endpoint.path,
             "headers": dict(endpoint.headers), "scenario": scenario, "users": users,
             "duration_s": duration, "timeout_s": timeout,
-            "rate_per_user": settings.load_rate / users, "output": str(output)}))
+            "rate_per_user": settings.load_rate / users, "output": str(output),
+            "call": call.params(SMALL_TEXT), "reversed": call.verifiable}))
         argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
                 "--users", str(users), "--spawn-rate", str(max(users, 1000)),
                 "--run-time", f"{int(duration + timeout) + 2}s", "--stop-timeout",

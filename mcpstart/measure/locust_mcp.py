@@ -3,7 +3,9 @@
 its tests: Locust patches the process that imports it (gevent's monkey patching).
 
 Its configuration is the JSON file that ``MCPSTART_LOAD`` names: ``{host, port, path,
-headers, scenario, users, duration_s, timeout_s, rate_per_user, output}``. Scenarios:
+headers, scenario, users, duration_s, timeout_s, rate_per_user, output, call, reversed}``:
+``call`` the tools/call params, ``reversed`` whether the answer is checked as the reversal of
+``call.arguments.text`` (reverse_text), else that the tool reported no error. Scenarios:
 - "session": a full session per iteration, as the k6 benchmark runs it: POST initialize,
   POST notifications/initialized, POST tools/call, DELETE;
 - "calls": tools/call on one persistent session per user, one in flight per user;
@@ -155,12 +157,14 @@ class McpUser(User):
         self.exchange("notifications/initialized", "POST", body.encode(), self.headers(), None)
 
     def call(self):
-        text = "mcpstart load 16b"
-        result, _ = self.rpc("tools/call", {"name": "reverse_text", "arguments": {"text": text}})
+        result, _ = self.rpc("tools/call", CONFIG["call"])
         content = result.get("content") if isinstance(result, dict) else None
         said = "".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
-        if said != text[::-1]:
+        if CONFIG["reversed"] and said != CONFIG["call"]["arguments"]["text"][::-1]:
             raise Failed("protocol", f"tools/call answered {said[:60]!r}")
+        if not isinstance(content, list) or result.get("isError") is True:
+            raise Failed("protocol", f"tools/call: the tool reported an error or no content: "
+                                     f"{said[:60]!r}")
 
     def delete(self):
         if self.session:

@@ -19,6 +19,7 @@ from pathlib import Path
 from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult, dig, is_floor
 from ..command import Command
+from ..endpoint import ENDPOINT
 from ..stats import series_warnings, summarize
 from ..targets.variants import source_record, stale_lock
 from ..transports.session import SessionError, Traffic
@@ -40,7 +41,8 @@ class Server:
     """One server of a run: its row (already holding what is known before measuring, e.g. a
     build failure or the footprint) and what to spawn (None when it cannot be measured).
     ``done``: its last step ran (an exit signal after it leaves its status as it is).
-    ``transport``: "stdio" or "http" (a recipe's, a command with ``{port}``, a URL); ``url``
+    ``transport``: "stdio" or "http" (a recipe's, a command with ``{port}``, a URL);
+    ``endpoint_path``: the MCP endpoint's path of a spawned HTTP server; ``url``
     and ``headers``: a Streamable HTTP server already running (no command);
     ``load_allowed``: it may be put under load; ``ceiling_only``: the HTTP floor built only
     for the load engine's ceiling (not a row)."""
@@ -60,6 +62,7 @@ class Server:
     stopped: bool = False
     done: bool = False
     transport: str = "stdio"
+    endpoint_path: str = ENDPOINT
     url: str | None = None
     headers: dict = field(default_factory=dict)
     load_allowed: bool = True
@@ -552,8 +555,14 @@ def _finish(server: Server, settings: Settings, env: dict,
     if row.modern_ms is None and row.protocol.get("era") is not None and \
             row.transport == "stdio":  # an HTTP row's modern series is http.start_ms's
         row.skip_block("modern_ms", "server/discover did not list 2026-07-28")
-    if row.phases_ms and row.phases_ms["first_call"]["n"] == 0 and not server.skips.causes:
-        row.skip_block("phases_ms.first_call", "no tool to call (--call TOOL names one)")
+    start = (row.http or {}).get("start_ms") or {}
+    uncalled = [block for block, series in (
+        ("phases_ms.first_call", (row.phases_ms or {}).get("first_call")),
+        ("http.start_ms.first_call", start.get("first_call"))) if series and series["n"] == 0]
+    if start.get("discover") and start.get("modern_first_call") is None:
+        uncalled.append("http.start_ms.modern_first_call")
+    for block in uncalled if not server.skips.causes else []:
+        row.skip_block(block, "no tool to call (--call TOOL names one)")
 
 
 def from_build(build, settings: Settings, require_all: bool = False) -> Server:
@@ -600,7 +609,7 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     return Server(row, build.command(settings.env),
                   artifacts=[p for pattern in recipe.artifact_include
                              for p in glob.glob(build.path(pattern))],
-                  transport=recipe.transport)
+                  transport=recipe.transport, endpoint_path=recipe.endpoint)
 
 
 def from_target(target, settings: Settings) -> Server:
@@ -613,7 +622,8 @@ def from_target(target, settings: Settings) -> Server:
     command = None if target.url else Command(list(target.argv), target.cwd,
                                               {**target.env, **settings.env}, target.base_env)
     return Server(row, command, target.limit_s, transport=target.transport, url=target.url,
-                  headers=dict(target.headers), load_allowed=target.load_allowed)
+                  headers=dict(target.headers), load_allowed=target.load_allowed,
+                  endpoint_path=target.endpoint_path)
 
 
 def servers_for(plan, settings: Settings, cache, rebuild: bool = False,

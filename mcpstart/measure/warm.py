@@ -13,8 +13,8 @@ from ..wire import (REFERENCE_TOOL, SMALL_TEXT, UNICODE_CHECK, ToolCall, initial
                     payload_text)
 from ..results import ServerResult
 from . import memory, spawn
-from .client import (ProbeError, Skips, call_tool, chosen_call, initialize_result, list_tools,
-                     tool_error)
+from .client import (NO_TOOL, ProbeError, Skips, TooLarge, call_tool, chosen_call,
+                     initialize_result, list_tools, tool_error)
 from .settings import Settings
 
 
@@ -97,8 +97,7 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         row.skip_block("round_trip_ms", cause)
         return
     if call is None:
-        row.skip_block("payload", f"the server lists no {REFERENCE_TOOL} tool; name one "
-                                  "with --call TOOL")
+        row.skip_block("payload", NO_TOOL)
         row.skip_block("round_trip_ms", "no tool to call")
         return
     try:  # first, from the idle state: the round trips' growth is not in its peak
@@ -115,21 +114,25 @@ def _large_call(session: Session, settings: Settings, row: ServerResult, call: T
                 processes, progress: Callable[[str], None]) -> None:
     """The large call twice (its round trip and exact marks, then the sampled peak) and the
     Unicode check, from the idle session: ``memory.before_call_rss_bytes`` is the tree's RSS
-    just before it."""
-    progress(f"tools/call {call.name} with {settings.payload_bytes} bytes")
-    text = payload_text(settings.payload_bytes)
+    just before it. A payload refused as too large (HTTP 413) is halved and sent again, at
+    most HALVINGS times (``_sized_call``); a call whose arguments place no payload is not
+    made large (n/a)."""
+    if not call.carries_payload:
+        for block in ("payload", "memory.before_call_rss_bytes", "memory.peak_rss_bytes_payload"):
+            row.skip_block(block, "--args places no {payload}: no large call")
+        return
+    found = _sized_call(session, settings, row, call, processes, progress)
+    if found is None:
+        return
+    text, outcome, refused, first_marks = found
     if processes is not None:
-        row.memory["before_call_rss_bytes"] = memory.tree_rss(processes)
         row.memory["peak_state"] = "the idle session, before the warm round trips"
-    exact = processes is not None and memory.reset_high_water_marks(processes)  # before it
-    outcome = call_tool(session, call, text, settings.timeout_s)
-    first_marks = memory.high_water_marks(processes) if exact else None
     row.payload = {"tool": call.name, "request_bytes": len(text),
                    "response_bytes": outcome.response.size_bytes,
                    "round_trip_ms": outcome.response.answer_ms,
                    "verified": (outcome.text == text[::-1]
                                 if call.verifiable and not outcome.is_error else None),
-                   "unicode_verified": None, "is_error": outcome.is_error}
+                   "unicode_verified": None, "is_error": outcome.is_error, "refused": refused}
     row.tools["structured_content"] = "structuredContent" in outcome.result
     if outcome.is_error:
         raise tool_error(call, outcome)
@@ -147,6 +150,50 @@ def _large_call(session: Session, settings: Settings, row: ServerResult, call: T
                              f"check {check.response.invalid_utf8}; no client reads the "
                              "reversed text from it")
         row.payload["unicode_verified"] = reversed_
+
+
+HALVINGS = 10
+"""How many times a payload refused as too large is halved before the large call is n/a
+(5 MiB down to 5 KiB)."""
+
+
+def _sized_call(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
+                 processes, progress: Callable[[str], None]):
+    """The timed large call with ``settings.payload_bytes`` of text, halved after each
+    refusal with HTTP 413 (client.TooLarge), at most HALVINGS times; before each try the
+    processes' marks are reset and their RSS read into ``row.memory``
+    (``before_call_rss_bytes``: the last try's).
+
+    Returns:
+        ``(text, outcome, refused, first_marks)``: the text the server took, its CallResult,
+        ``[{request_bytes, cause}]`` for each refused try in order, the VmHWM marks after it
+        (None when they could not be reset); or None when every size was refused: then
+        ``payload`` is ``{tool, refused}``, and it and the peak are n/a (the sizes tried in
+        the reason).
+
+    Raises:
+        SessionError: the call got no usable answer for another reason.
+    """
+    text, refused = payload_text(settings.payload_bytes), []
+    while True:
+        progress(f"tools/call {call.name} with {len(text)} bytes")
+        if processes is not None:
+            row.memory["before_call_rss_bytes"] = memory.tree_rss(processes)
+        exact = processes is not None and memory.reset_high_water_marks(processes)
+        try:
+            outcome = call_tool(session, call, text, settings.timeout_s)
+        except TooLarge as err:
+            refused.append({"request_bytes": len(text), "cause": str(err)})
+            if len(refused) > HALVINGS or len(text) < 2:
+                why = (f"the server refused every payload from {refused[0]['request_bytes']} "
+                       f"down to {len(text)} bytes ({len(refused)} tries): {err}")
+                for block in ("payload", "memory.peak_rss_bytes_payload"):
+                    row.skip_block(block, why)
+                row.payload = {"tool": call.name, "refused": refused}
+                return None
+            text = text[:len(text) // 2]
+            continue
+        return text, outcome, refused, memory.high_water_marks(processes) if exact else None
 
 
 def _round_trips(session: Session, settings: Settings, row: ServerResult, call: ToolCall,

@@ -7,6 +7,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from ..endpoint import ENDPOINT
+
 DOCKER_NOTE = ("docker run: memory figures exclude the container (its processes run under the "
                "Docker daemon, not as mcpstart's descendants)")
 
@@ -33,6 +35,7 @@ class Target:
             secrets).
         load_allowed: load may be sent to ``url``: a loopback address, or a URL the user
             named together with --load-s; never a remote entry of a config.
+        endpoint_path: the MCP endpoint's path of a command spawned over HTTP (--endpoint).
     """
 
     name: str
@@ -47,6 +50,7 @@ class Target:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     load_allowed: bool = True
+    endpoint_path: str = ENDPOINT
 
     @property
     def transport(self) -> str:

@@ -55,7 +55,7 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
               recipe_folder: Callable[[], Path], inputs: dict[str, str] | None = None,
               *, sdk: tuple[str, ...] = (), pre: bool = False, transport: str = "stdio",
               url: str | None = None, remote: bool = False, load: bool = False,
-              load_named: bool = False) -> Plan:
+              load_named: bool = False, endpoint: str | None = None) -> Plan:
     """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed;
     ``inputs`` give VS Code's ``${input:ID}`` values (masked like secrets); ``sdk`` are
     ``--sdk LANG=SPEC`` values, each recipe's variants placed after it (targets/variants.py,
@@ -64,12 +64,15 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     reference recipes ("stdio", "http", "both"; the floor likewise); ``url`` a Streamable
     HTTP server already running (load only on loopback, or with ``load_named``: --load-s
     given); ``remote`` measures a config's HTTP entries too (never loaded unless on
-    loopback); ``load``: HTTP servers get load, so the HTTP floor is built for the ceiling.
+    loopback); ``load``: HTTP servers get load, so the HTTP floor is built for the ceiling;
+    ``endpoint``: the MCP endpoint's path of the ``-- COMMAND`` and ``--server`` commands
+    spawned over HTTP (``{port}`` in their argv; None: /mcp).
 
     Raises:
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
             without a command, an unreadable config or recipe, a bad URL, an --sdk that
-            names no variant or is given with servers that are not the reference set.
+            names no variant or is given with servers that are not the reference set,
+            an --endpoint with no command spawned over HTTP.
     """
     from ..endpoint import Endpoint, is_loopback
     from .configs import ConfigError, load_config
@@ -80,25 +83,29 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
         raise PlanError(f"--transport must be one of {', '.join(TRANSPORTS)}")
     if url is not None:
         try:
-            endpoint = Endpoint.parse(url)
+            at = Endpoint.parse(url)
         except ValueError as err:
             raise PlanError(f"--url {err}") from err
-        plan.targets.append(Target(name or f"{endpoint.host}:{endpoint.port}", [], url=url,
-                                   load_allowed=is_loopback(endpoint.host) or load_named))
+        plan.targets.append(Target(name or f"{at.host}:{at.port}", [], url=url,
+                                   load_allowed=is_loopback(at.host) or load_named))
     if name is not None and not command and url is None:
         raise PlanError("--name names the server given after --; there is none")
     if name is not None and not name.strip():
         raise PlanError("--name is empty")
-    if command:
-        argv = list(command)
-        plan.targets.append(Target(name or server_name(argv), argv, cwd,
-                                   notes=launch_notes(argv)))
+    named_here = [(name or server_name(list(command)), list(command))] if command else []
     for spec in server_specs:
         try:
-            spec_name, argv = parse_server_option(spec)
+            named_here.append(parse_server_option(spec))
         except ValueError as err:
             raise PlanError(str(err)) from err
-        plan.targets.append(Target(spec_name, argv, cwd, notes=launch_notes(argv)))
+    for target_name, argv in named_here:
+        target = Target(target_name, argv, cwd, notes=launch_notes(argv))
+        if endpoint is not None and target.transport == "http":
+            target = replace(target, endpoint_path=endpoint)
+        plan.targets.append(target)
+    if endpoint is not None and not any(t.transport == "http" for t in plan.targets if t.argv):
+        raise PlanError("--endpoint is the MCP endpoint's path of a server spawned over HTTP "
+                        "(-- COMMAND or --server with {port} in its argv); none is named")
     for config in configs:
         try:
             found = load_config(config, client, inputs=inputs, remote=remote)

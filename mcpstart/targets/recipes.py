@@ -4,7 +4,7 @@ Only ``run.argv`` is required. Everything else is optional: without ``[build]`` 
 built and the server is spawned as written; without ``[artifact]``, ``[dependencies]`` or
 ``tool_file`` those footprint figures are not applicable; without ``transport`` the server
 speaks stdio (``transport = "http"``: it listens on the port given as ``{port}`` in its
-argv); without ``[versions]`` the server is built only at the SDK version its own lock pins.
+argv, its MCP endpoint at ``run.endpoint``, default /mcp); without ``[versions]`` the server is built only at the SDK version its own lock pins.
 Every problem in a recipe is reported in one RecipeError, each naming its dotted field.
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..endpoint import ENDPOINT, endpoint_path
 
 DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "maven",
                       "none")
@@ -106,6 +108,7 @@ class Recipe:
             method is one of DEPENDENCY_METHODS; empty without ``[dependencies]``.
         transport: one of TRANSPORTS; "stdio" unless the recipe says ``transport = "http"``
             (then ``run_argv`` holds PORT).
+        endpoint: an HTTP server's MCP endpoint path (``run.endpoint``; default /mcp).
         versions: ``[versions]``, or None without it.
         sdk_source: for an SDK variant (targets/variants.py), the ``SdkSource`` it is built
             from (its steps are then ``[versions]``' in place of ``[build]``'s); None for the
@@ -130,6 +133,7 @@ class Recipe:
     artifact_exclude: list[str] = field(default_factory=list)
     dependencies: dict[str, str] = field(default_factory=dict)
     transport: str = "stdio"
+    endpoint: str = ENDPOINT
     versions: Versions | None = None
     sdk_source: object | None = None
 
@@ -316,7 +320,8 @@ def load_recipe(path: Path) -> Recipe:
             field, a source folder or tool file that does not exist, a ``sources`` glob that
             matches no file, a ``[build]`` without ``source``/``sources``, a dependency method
             not in DEPENDENCY_METHODS, a ``transport`` not in TRANSPORTS, an HTTP recipe
-            whose ``run.argv`` lacks PORT, ``{build}``/``{src}`` in a recipe without
+            whose ``run.argv`` lacks PORT, a ``run.endpoint`` that is not a path or is given
+            to a stdio recipe, ``{build}``/``{src}`` in a recipe without
             ``[build]``, or a ``[versions]`` that breaks the rules of ``_versions`` or has no
             ``[build]``.
     """
@@ -328,7 +333,7 @@ def load_recipe(path: Path) -> Recipe:
     errors: list[str] = []
     top = _Table(data, "", errors, _TOP)
     build = top.table("build", ("steps", "env"))
-    run = top.table("run", ("argv", "cwd", "env"), required=True)
+    run = top.table("run", ("argv", "cwd", "env", "endpoint"), required=True)
     artifact = top.table("artifact", ("include", "exclude"))
     deps = top.table("dependencies", ("method", "target", "lock"))
     versions_table = top.table("versions", _VERSIONS)
@@ -378,6 +383,15 @@ def load_recipe(path: Path) -> Recipe:
         top.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
     elif transport == "http" and run_argv and not any(PORT in a for a in run_argv):
         run.fail("argv", f"holds no {PORT}: an HTTP server is told its port there")
+    endpoint = run.text("endpoint") if run else None
+    if endpoint and transport != "http":
+        run.fail("endpoint", "is the path of an HTTP server's MCP endpoint; the recipe is not "
+                             'transport = "http"')
+    elif endpoint:
+        try:
+            endpoint_path(endpoint)
+        except ValueError as err:
+            run.fail("endpoint", str(err))
     run_cwd = run.text("cwd") if run else None
     run_env = run.env("env") if run else {}
     include = artifact.strings("include", required=True) if artifact else []
@@ -435,6 +449,7 @@ def load_recipe(path: Path) -> Recipe:
         artifact_exclude=exclude,
         dependencies=dependencies,
         transport=transport,
+        endpoint=endpoint or ENDPOINT,
         versions=versions,
     )
 

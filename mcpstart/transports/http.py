@@ -215,8 +215,9 @@ def _prepare(command: Command) -> tuple[Prepared, int]:
 
 class HttpTransport(Transport):
     """A server over Streamable HTTP: ``HttpTransport(command)`` spawns ``command`` with a free
-    loopback port in place of ``{port}`` (endpoint ``/mcp``); ``HttpTransport(url=...)``
-    speaks to a server already running (no process: memory and shutdown are not its own).
+    loopback port in place of ``{port}`` (endpoint ``path``, /mcp by default);
+    ``HttpTransport(url=...)`` speaks to a server already running (no process: memory and
+    shutdown are not its own).
     Not thread-safe: one thread drives it (base.Transport).
 
     Attributes (besides base.Transport's):
@@ -232,8 +233,10 @@ class HttpTransport(Transport):
     """
 
     def __init__(self, command: Command | None = None, *, url: str | None = None,
-                 headers: dict[str, str] | None = None, cpus: frozenset[int] | None = None):
-        """Everything but the process, before the clock.
+                 headers: dict[str, str] | None = None, cpus: frozenset[int] | None = None,
+                 path: str = ENDPOINT):
+        """Everything but the process, before the clock; ``path``: a spawned server's
+        endpoint.
 
         Raises:
             SpawnError: as stdio.resolve (the program or working directory is missing).
@@ -241,7 +244,7 @@ class HttpTransport(Transport):
         """
         if (command is None) == (url is None):
             raise ValueError("HttpTransport needs a command or a URL, not both")
-        self._spec = (command, url, headers, cpus)
+        self._spec = (command, url, headers, cpus, path)
         self.cpus = cpus
         self.command = None
         self._address = None
@@ -252,7 +255,7 @@ class HttpTransport(Transport):
         else:
             port = free_port()
             self.command = with_port(command, port)
-            self.endpoint = Endpoint("127.0.0.1", port, ENDPOINT, tuple((headers or {}).items()))
+            self.endpoint = Endpoint("127.0.0.1", port, path, tuple((headers or {}).items()))
             self.prepared, self._log = _prepare(self.command)
             self._stdin = self.prepared.parent_fds[0]
             self._address = (socket.AF_INET, socket.SOCK_STREAM, 0, "", ("127.0.0.1", port))
@@ -275,8 +278,8 @@ class HttpTransport(Transport):
         self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
 
     def fresh(self) -> "HttpTransport":
-        command, url, headers, cpus = self._spec
-        return HttpTransport(command, url=url, headers=headers, cpus=cpus)
+        command, url, headers, cpus, path = self._spec
+        return HttpTransport(command, url=url, headers=headers, cpus=cpus, path=path)
 
     @property
     def processes(self) -> ProcessSet | None:

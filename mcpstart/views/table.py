@@ -200,6 +200,21 @@ def _peak(value, s) -> str:
     return fmt_mib(value) + ("" if method is None else f" ({_text(method)})")
 
 
+def _large_round_trip(value, s) -> str:
+    """The large call's round trip; where the server refused the asked size with 413, the
+    size it took and the first it refused ("12.3 (at 2.5 MiB: the server refused 5.0 MiB
+    with 413)")."""
+    refused = dig(s, "payload.refused")
+    if not refused:
+        return fmt_ms(value)
+
+    def size(n) -> str:
+        text = fmt_mib(n)
+        return text if text.endswith("B") else f"{text} MiB"
+    return (f"{fmt_ms(value)} (at {size(dig(s, 'payload.request_bytes'))}: the server refused "
+            f"{size(refused[0]['request_bytes'])} with 413)")
+
+
 def _verified(value, s) -> str:
     return f"{_or_dash(_yes, value)}, {_or_dash(_yes, dig(s, 'payload.unicode_verified'))}"
 
@@ -383,7 +398,7 @@ ROWS: list[Row] = [
         _plain(fmt_mib)),
     Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _peak,
         ("memory.peak_method",)),
-    Row("payload.round_trip_ms", "{payload} call round trip (ms)", _plain(fmt_ms)),
+    Row("payload.round_trip_ms", "{payload} call round trip (ms)", _large_round_trip),
     Row("payload.response_bytes", "{payload} call's answer (MiB)", _plain(fmt_mib)),
     Row("payload.verified", "result verified ({payload}, Unicode)", _verified,
         ("payload.unicode_verified",)),

@@ -35,6 +35,12 @@ parser.add_argument("--byte-reverse", action="store_true",
 parser.add_argument("--bom", action="store_true", help="begin each JSON answer with a UTF-8 BOM")
 parser.add_argument("--no-answer-stream", action="store_true",
                     help="end the event stream without the answer")
+parser.add_argument("--no-reverse-tool", action="store_true",
+                    help="list count ({n: integer}) and now (no arguments), not reverse_text")
+parser.add_argument("--max-body", type=int, default=0, metavar="BYTES",
+                    help="answer a POST whose Content-Length is over BYTES with 413 before "
+                         "reading its body (the Python SDK's words), then drop the body")
+parser.add_argument("--path", default="/mcp", help="the MCP endpoint (404 elsewhere)")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
@@ -54,16 +60,34 @@ def result_for(message: dict, modern: bool):
         return {"supportedVersions": VERSIONS, "capabilities": {"tools": {}}, "resultType": "complete",
                 "_meta": {f"{META}serverInfo": {"name": "fake-http", "version": "1"}}}
     if method == "tools/list":
-        return {"tools": [{"name": "reverse_text", "description": "Reverse text.",
-                           "inputSchema": {"type": "object", "properties": {
-                               "text": {"type": "string"}}, "required": ["text"]}}]}
+        return {"tools": OTHER_TOOLS if args.no_reverse_tool else [REVERSE_TOOL]}
     if method == "tools/call":
-        text = (params.get("arguments") or {}).get("text", "")
-        out = {"content": [{"type": "text", "text": text[::-1]}], "isError": False}
+        out = {"content": [{"type": "text", "text": call_text(params)}], "isError": False}
         return {**out, "resultType": "complete"} if modern else out
     if method == "ping":
         return {}
     return None
+
+
+REVERSE_TOOL = {"name": "reverse_text", "description": "Reverse text.", "inputSchema": {
+    "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+OTHER_TOOLS = [
+    {"name": "count", "description": "Count to n.", "inputSchema": {
+        "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
+    {"name": "now", "description": "The time.", "inputSchema": {"type": "object"}}]
+
+
+def call_text(params: dict) -> str:
+    """The answer's text: reverse_text reversed, count's "1 2 .. n", now's time; a call
+    another tool or arguments of another shape (a string n) gets a ValueError."""
+    name, arguments = params.get("name"), params.get("arguments") or {}
+    if args.no_reverse_tool and name == "count" and type(arguments.get("n")) is int:
+        return " ".join(str(i) for i in range(1, arguments["n"] + 1))
+    if args.no_reverse_tool and name == "now" and arguments == {}:
+        return str(time.time())
+    if not args.no_reverse_tool and name == "reverse_text":
+        return arguments.get("text", "")[::-1]
+    raise ValueError(f"no tool {name} taking {json.dumps(arguments)}")
 
 
 def header_name(value: str) -> str:
@@ -93,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
                                        "error": {"code": code, "message": message}}).encode())
 
     def do_DELETE(self):
+        if self.path != args.path:
+            return self.reply(404, b"Not Found", "text/plain")
         sid = self.headers.get("Mcp-Session-Id")
         with LOCK:
             known = sid in SESSIONS
@@ -104,7 +130,13 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(405, b"", "text/plain")
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path != args.path:
+            return self.reply(404, b"Not Found", "text/plain")
+        size = int(self.headers.get("Content-Length") or 0)
+        if args.max_body and size > args.max_body:  # answered first, as uvicorn does
+            self.reply(413, b"Request body too large", "text/plain")
+            return self.rfile.read(size)
+        body = self.rfile.read(size)
         try:
             message = json.loads(body)
         except ValueError:
@@ -147,7 +179,10 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if args.status:
                 return self.reply(args.status, b"the tool broke", "text/plain")
-        result = result_for(message, modern)
+        try:
+            result = result_for(message, modern)
+        except ValueError as err:
+            return self.error(200, rpc_id, -32602, str(err))
         answer = ({"jsonrpc": "2.0", "id": rpc_id, "result": result} if result is not None else
                   {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32601,
                                                              "message": "Method not found"}})

@@ -91,6 +91,8 @@ parser.add_argument("--no-tools-capability", action="store_true",
 parser.add_argument("--launcher-frees", default=None, metavar="MIB:SECONDS",
                     help="a launcher: the spawned process holds MIB, serves through its child, "
                          "and frees the MIB SECONDS after the start (as uv does)")
+parser.add_argument("--no-reverse-tool", action="store_true",
+                    help="list count ({n: integer}) and now (no arguments), not reverse_text")
 parser.add_argument("--grow-on-small", type=int, default=0, metavar="MIB",
                     help="every small tools/call keeps this many MiB more (a model loaded on "
                          "the first conversions)")
@@ -203,6 +205,12 @@ def tool(name: str) -> dict:
         "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
 
 
+OTHER_TOOLS = [
+    {"name": "count", "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}},
+                                      "required": ["n"]}},
+    {"name": "now", "inputSchema": {"type": "object"}}]
+
+
 def hold(mib: int, seconds: float) -> None:
     block = bytearray(mib << 20)
     for i in range(0, len(block), 4096):
@@ -284,6 +292,8 @@ def handle(message: dict) -> None:
             "serverInfo": {"name": "fake", "version": "0"}}})
     elif method == "tools/list":
         tools = [tool(f"other_{n}") for n in range(args.pages - 1)] + [tool("reverse_text")]
+        if args.no_reverse_tool:
+            tools = OTHER_TOOLS
         if args.output_schema:
             for entry in tools:
                 entry["outputSchema"] = {"type": "object"}
@@ -299,6 +309,16 @@ def handle(message: dict) -> None:
         elif page + 1 < args.pages:
             result["nextCursor"] = str(page + 1)
         send({"jsonrpc": "2.0", "id": mid, "result": result})
+    elif method == "tools/call" and args.no_reverse_tool:
+        name, arguments = message["params"]["name"], message["params"].get("arguments")
+        if name == "count" and type((arguments or {}).get("n")) is int:
+            answer = " ".join(str(i) for i in range(1, arguments["n"] + 1))
+        elif name == "now" and arguments == {}:
+            answer = str(time.time())
+        else:
+            return send({"jsonrpc": "2.0", "id": mid, "error": {
+                "code": -32602, "message": f"no tool {name} taking {json.dumps(arguments)}"}})
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": answer}]}})
     elif method == "tools/call":
         text = message["params"]["arguments"]["text"]
         if args.deep_small_call and len(text) < 100:
