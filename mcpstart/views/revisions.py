@@ -8,8 +8,8 @@ import json
 from ..results import documents
 from .table import fmt_ms, no_answer, probe_wait
 
-HINT = ("A probe that got no answer leaves its revision unknown, not unsupported: "
-        "--probe-timeout SECONDS gives each probe longer.")
+HINT = ("A probe that got no answer leaves its revision unknown: --probe-timeout SECONDS "
+        "gives each probe longer.")
 
 
 def _clip(value, limit: int = 60) -> str:

@@ -155,12 +155,13 @@ def _revisions(value, s) -> str:
 
 def probe_wait(value) -> str:
     """A ``protocol.probe_wait`` block: "9 s (3x the slowest cold start, 3000 ms)", "1 s
-    (--probe-timeout)", "5 s (the floor; no start measured)"."""
+    (--probe-timeout)", "5 s (the floor, above 3x the slowest cold start, 40.0 ms)", "5 s
+    (the floor; no start measured)"."""
     wait, slowest, source = number(value.get("s")), value.get("slowest_start_ms"), value.get("source")
     rule = _text(value.get("rule"))
     seen = f"the slowest {_text(source)}, {fmt_ms(slowest)} ms" if slowest is not None else None
     why = {"given": "--probe-timeout", "derived": f"3x {seen}",
-           "floor": f"the floor; 3x {seen} is less" if seen else "the floor; no start measured"}
+           "floor": f"the floor, above 3x {seen}" if seen else "the floor; no start measured"}
     return f"{wait:g} s ({why.get(rule, rule)})"
 
 
