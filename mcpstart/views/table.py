@@ -366,8 +366,7 @@ ROWS: list[Row] = [
         ("server_info.name", "server_info.version")),
     Row("sdk_version", "SDK version", _plain(_text)),
     Row("protocol.era", "protocol era", _plain(_text)),
-    Row("protocol.supported_revisions", "supported revisions", _revisions,
-        ("protocol.unknown_revisions",)),
+    Row("protocol.supported_revisions", "supported revisions", _revisions),
     Row("protocol.probe_wait.s", "revision probe wait", lambda _v, s: probe_wait(
         dig(s, "protocol.probe_wait")), ("protocol.probe_wait.rule",
                                          "protocol.probe_wait.slowest_start_ms")),
