@@ -58,6 +58,7 @@ def raw_probe(command, request: dict, wait_s: float) -> dict:
     row = {"method": request["method"], "requested": params.get("protocolVersion")
            or params["_meta"][f"{META}protocolVersion"], "outcome": "no_answer",
            "answered": None, "error_code": None}
+    supported = False
     proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.environment(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -82,22 +83,15 @@ def raw_probe(command, request: dict, wait_s: float) -> dict:
             listed = result.get("supportedVersions")
             row["answered"] = (", ".join(map(str, listed)) if isinstance(listed, list)
                                else result.get("protocolVersion"))
-            if request["method"] == "server/discover":
-                row["supported"] = ("resultType" in result and isinstance(listed, list)
-                                    and row["requested"] in map(str, listed))
-    row["verdict"] = _verdict(row)
-    row.pop("supported", None)
+            modern = (request["method"] == "server/discover" and "resultType" in result
+                      and isinstance(listed, list))
+            supported = (row["requested"] in map(str, listed) if modern
+                         else row["method"] == "initialize" and row["answered"] == row["requested"])
+    # silence tells nothing; an answer naming the revision asked supports it; any other
+    # answer, error or exit does not
+    row["verdict"] = ("unknown" if row["outcome"] == "no_answer"
+                      else "supported" if supported else "unsupported")
     return row
-
-
-def _verdict(row: dict) -> str:
-    if row["outcome"] == "no_answer":
-        return "unknown"
-    if row["outcome"] != "answered":
-        return "unsupported"
-    if row["method"] == "initialize":
-        return "supported" if row["answered"] == row["requested"] else "unsupported"
-    return "supported" if row.get("supported") else "unsupported"
 
 
 def _response(fd: int, deadline: float) -> dict | str | None:
@@ -167,8 +161,7 @@ def compare(name: str, command, wait_s: float, cache_dir: str | None = None
 def _cell(row: dict | None) -> str:
     if row is None:
         return "(not probed)"
-    said = row["answered"] or (f"error {row['error_code']}" if row["error_code"] is not None
-                               else "")
+    said = row["answered"] or ("" if row["error_code"] is None else str(row["error_code"]))
     said = said if len(said) <= 24 else said[:23] + "…"
     return f"{row['outcome']} {said} -> {row['verdict']}".replace("  ", " ")
 
