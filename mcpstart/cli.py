@@ -268,8 +268,11 @@ def revisions(names, tablefmt, quiet, **kw) -> None:
 
     argv = click.get_current_context().meta["mcpstart.argv"]
     command, names = (names, ()) if "--" in argv else ((), names)  # revisions -- COMMAND
-    _run("revisions", command, kw, quiet, lambda outcome, display: (
-        display.close(), click.echo(matrix_table(outcome.shown(), tablefmt))), names)
+    def show(outcome, display) -> None:
+        shown = outcome.shown()
+        display.outcomes(shown.to_dict()["servers"])  # status and warnings, on stderr
+        click.echo(matrix_table(shown, tablefmt))
+    _run("revisions", command, kw, quiet, show, names)
 
 
 @main.command(short_help="Print the table of results files again, or export them.",

@@ -107,8 +107,8 @@ def test_with_a_short_wait_given_every_probe_is_unknown_and_revisions_exits_1(mo
     assert code == 1, output
     protocol = server["protocol"]
     assert len(protocol["matrix"]) == 7  # the matrix went on past the first silence
-    assert {(p["outcome"], p["verdict"], p["wait_s"]) for p in protocol["matrix"]} == {
-        ("no_answer", "unknown", 1)}
+    assert {(p["outcome"], p["verdict"], p["wait_s"], p["ms"]) for p in protocol["matrix"]} == {
+        ("no_answer", "unknown", 1, 1000.0)}  # each probe waited its 1 s, no more
     assert output.count("unknown (no answer in 1 s)") == 8  # each probe, and the summary
     assert "unsupported" not in output and "rejected" not in output
     assert protocol["supported_revisions"] == [] and protocol["unknown_revisions"] == EVERY

@@ -17,8 +17,6 @@ the matrix goes on past it. The wait is derived from the server's own measured s
 
 from __future__ import annotations
 
-import time
-
 from .. import warnings as warn
 from ..command import Command
 from ..transports.jsonrpc import clip
@@ -115,13 +113,13 @@ def _outcome(session: Session, row: dict, timeout_s: float) -> None:
             row["answered"] = (", ".join(map(str, versions)) if isinstance(versions, list)
                                else answer.get("protocolVersion"))
     except NoAnswer:
-        row.update(outcome="no_answer", ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+        row.update(outcome="no_answer", ms=(session.transport.now_ns() - session.t0_ns) / 1e6)
     except Exited as err:
         row.update(outcome="exited", error_message=str(err),
-                   ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+                   ms=(session.transport.now_ns() - session.t0_ns) / 1e6)
     except SessionError as err:  # answered in a form no client can use
         row.update(outcome="error", error_message=str(err),
-                   ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+                   ms=(session.transport.now_ns() - session.t0_ns) / 1e6)
 
 
 def matrix(command: Command, settings: Settings, wait_s: float) -> list[dict]:
