@@ -83,8 +83,9 @@ fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:chec
               ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
 timeout_opt = opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS,
                   check=FINITE_S, help="Seconds a start may take (the first: an npx download).")
-probe_opt = opt("--probe-timeout", "probe_timeout_s", default=defaults.PROBE_TIMEOUT_S,
-                type=SECONDS, check=FINITE_S, help="Seconds each revision-matrix probe may take.")
+probe_opt = opt("--probe-timeout", "probe_timeout_s", type=SECONDS, check=FINITE_S,
+                help="Seconds each revision-matrix probe waits for an answer (default: 3x the "
+                     f"server's slowest measured start, at least {defaults.PROBE_FLOOR_S:g} s).")
 targets_opts = apply(
     opt("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
         help="Measure this command (split like a shell, run without one); repeatable."),
@@ -262,14 +263,20 @@ def measure(command, quiet, fmt, **kw) -> None:
 def revisions(names, tablefmt, quiet, **kw) -> None:
     """Probe each server NAMES (default: all), or the one after -- COMMAND, in a fresh
     process per probe: server/discover (2026-07-28), and initialize asking each revision and
-    an unknown one. Prints each outcome, the answer or the error verbatim, and its time.
-    Exit status: 0 all probed; 1 one could not be spawned or built; 2 bad input."""
+    an unknown one. Prints each outcome, the answer or the error verbatim, and its time. A
+    probe that gets no answer within its wait (--probe-timeout, else 3x the first start's
+    handshake, at least 5 s) leaves its revision unknown, not unsupported.
+    Exit status: 0 all probed; 1 one could not be spawned or built, or no revision of it is
+    known to be supported; 2 bad input."""
     from .views.revisions import matrix_table
 
     argv = click.get_current_context().meta["mcpstart.argv"]
     command, names = (names, ()) if "--" in argv else ((), names)  # revisions -- COMMAND
-    _run("revisions", command, kw, quiet, lambda outcome, display: (
-        display.close(), click.echo(matrix_table(outcome.shown(), tablefmt))), names)
+    def show(outcome, display) -> None:
+        shown = outcome.shown()
+        display.outcomes(shown.to_dict()["servers"])  # status and warnings, on stderr
+        click.echo(matrix_table(shown, tablefmt))
+    _run("revisions", command, kw, quiet, show, names)
 
 
 @main.command(short_help="Print the table of results files again, or export them.",

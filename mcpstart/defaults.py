@@ -11,7 +11,8 @@ PAUSE_MS = 50.0
 """Idle pause before every timed spawn. A C harness reads the same server 0.65 ms back to back
 and 0.94 ms after 10 ms of idle, flat from about 10 ms on (README, "How exact the clock is"): 50 ms is on the plateau."""
 ROUND_TRIPS = 100
-PROBE_TIMEOUT_S = 5.0
+PROBE_FLOOR_S = 5.0
+"""The least wait of a revision-matrix probe (measure/revisions.py, probe_wait)."""
 OUTPUT = "mcpstart-results.json"
 """The results file written when --output is not given (its TOML copy sits beside it)."""
 LOAD_S = 10.0

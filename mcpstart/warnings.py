@@ -39,8 +39,9 @@ class Kind(StrEnum):
     MEMORY = "memory"
     """idle memory did not settle, or a peak fell below the idle figure."""
     PROTOCOL = "protocol"
-    """about the protocol revision: negotiated otherwise than asked, varying, or a discover
-    answer that does not count as modern."""
+    """about the protocol revision: negotiated otherwise than asked, varying, negotiated yet
+    not found supported by the revision matrix, or a discover answer that does not count as
+    modern."""
     ORPHANS = "orphans"
     """processes left the server's process group and were killed."""
     FOOTPRINT = "footprint"
@@ -168,6 +169,12 @@ def discover_not_modern() -> dict:
 def revisions_varied(seen) -> dict:
     return warning(Kind.PROTOCOL, f"negotiated revision varied between runs: {sorted(seen)}",
                    "protocol.negotiated_revision")
+
+
+def revision_contradicted(negotiated: str, got: str) -> dict:
+    return warning(Kind.PROTOCOL, f"the session negotiated {negotiated}, yet the revision "
+                                  f"matrix does not list it as supported: {got}",
+                   "protocol.supported_revisions")
 
 
 def negotiated_other(requested: str, negotiated: str) -> dict:

@@ -208,7 +208,8 @@ def test_a_server_without_the_tool_is_said_plainly(fake):
 
 # the revision matrix
 def _matrix(command):
-    protocol, warnings = revisions.derive(revisions.matrix(command, fast(probe_timeout_s=1)))
+    wait = revisions.probe_wait(fast(probe_timeout_s=1), [], "cold start")
+    protocol, warnings = revisions.derive(revisions.matrix(command, fast(), wait["s"]), wait)
     return protocol, warnings, {(r["method"], r["requested"]): r for r in protocol["matrix"]}
 
 
@@ -261,7 +262,8 @@ def test_initialize_asking_the_modern_revision_is_one_probe_of_the_matrix(fake):
     assert accepted["result"]["serverInfo"] == {"name": "fake", "version": "0"}
     assert "result" not in rows[("initialize", "2025-11-25")]  # only this probe keeps it
     assert protocol_of(fake())["initialize_modern"] == {
-        "outcome": "answered", "answered": "2026-07-28", "error_code": None, "error_message": None}
+        "outcome": "answered", "answered": "2026-07-28", "error_code": None, "error_message": None,
+        "wait_s": 1}
     _, _, rows = _matrix(fake("--revision", "2025-11-25"))
     assert rows[("initialize", "2026-07-28")]["answered"] == "2025-11-25"
     _, _, rows = _matrix(fake("--discover", "2026-07-28", "--reject-initialize", "-32022"))

@@ -31,10 +31,12 @@ NOT_MODERN = ("legacy server: the initialize era has no caching hints, so a clie
               "it to list its tools")
 
 
-def hints(command: Command, settings: Settings, traffic: Traffic | None = None) -> dict:
+def hints(command: Command, settings: Settings, wait_s: float,
+          traffic: Traffic | None = None) -> dict:
     """One untimed start with the modern envelope: ``server/discover``, then ``tools/list``
-    followed through its pages; the hints of each answer. What the start saw is added to
-    ``traffic`` (the row's), as spawn.started does.
+    followed through its pages, each answer awaited ``wait_s`` (the revision matrix's probe
+    wait); the hints of each answer. What the start saw is added to ``traffic`` (the row's),
+    as spawn.started does.
 
     Returns:
         ``{discover_ttl_ms, discover_cache_scope, tools_list_ttl_ms, tools_list_cache_scope,
@@ -46,11 +48,11 @@ def hints(command: Command, settings: Settings, traffic: Traffic | None = None) 
     """
     with spawn.started([(command, modern_request("server/discover"))], settings,
                        timed=False, traffic=traffic) as (session,):
-        discover = result_of(session.wait(1, settings.probe_timeout_s), "server/discover")
+        discover = result_of(session.wait(1, wait_s), "server/discover")
         ttls, scopes, seen, pages, cursor = [], set(), set(), 0, None
         while True:
             params = {"_meta": modern_meta()} | ({"cursor": cursor} if cursor else {})
-            page = result_of(session.request("tools/list", params, settings.probe_timeout_s),
+            page = result_of(session.request("tools/list", params, wait_s),
                              "tools/list")
             pages += 1
             ttls.append(_ttl(page))

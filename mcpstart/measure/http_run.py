@@ -7,7 +7,8 @@ probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (de
    what resolution), ``initialize``, ``tools_list``, ``first_call``, each cumulative from
    the spawn (cold.cold_start; past initialize by settings.PHASE_RULE, as for stdio);
 2. the revision matrix over HTTP (revisions.matrix: each probe a fresh server, the headers
-   of its era), into ``row.protocol`` as for stdio;
+   of its era, the wait derived from the HTTP cold starts), into ``row.protocol`` as for
+   stdio;
 3. the 2026-07-28 cold starts, each on a fresh spawn: ``start_ms.discover`` and
    ``start_ms.modern_first_call`` (a stateless tools/call as the very first request);
 4. the tool session (warm.tool_session over HTTP: tools, idle memory, the large call,
@@ -45,7 +46,7 @@ from . import load, revisions, spawn, tokens
 from .client import NO_TOOL, chosen_call, initialize_result, list_tools
 from .cold import cold_start
 from .http_sessions import listener_processes, session_costs
-from .run import Server, _guard, _stats, modern_run, run_order
+from .run import Server, _guard, _matrix, _stats, modern_run, run_order
 from .settings import Settings
 from .warm import tool_session
 
@@ -92,7 +93,8 @@ def measure_http(servers: list[Server], ceiling: Server | None, settings: Settin
             continue
         progress(Step(f"[{index}/{len(servers)}] {server.row.name}: revision matrix over HTTP",
                       "matrix", server.row.name))
-        _guard(server, lambda s=server: _matrix(s, settings))
+        _guard(server, lambda s=server: _matrix(s, settings, "HTTP cold start",
+                                                http_settings(s, settings)))
     modern = [s for s in spawned if revisions.speaks_modern(s.row.protocol or {})]
     _cold_rounds(modern, settings, order, results, progress, on_update, "modern")
     for index, server in enumerate(servers, 1):
@@ -173,13 +175,6 @@ def _summarize(server: Server) -> None:
     row.protocol = row.protocol or {}
     row.protocol["negotiated_revision"] = last.get("negotiated_revision")
     row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
-
-
-def _matrix(server: Server, settings: Settings) -> None:
-    protocol, warnings = revisions.derive(revisions.matrix(server.command,
-                                                           http_settings(server, settings)))
-    server.row.protocol = {**(server.row.protocol or {}), **protocol}
-    server.row.warnings += warnings
 
 
 def _latency(row) -> None:

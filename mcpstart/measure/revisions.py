@@ -7,11 +7,15 @@ server/discover. A modern server answers ``server/discover`` with ``supportedVer
 ``resultType``; a modern rejection of a revision carries ``error.data.supported`` (code
 -32022; drafts used -32602 and -32004), so it is recognised by that member, never by one
 code. Anything else (another error, an exit, silence) marks a legacy server.
+
+Verdicts come only from answers: a probe that got an answer (an echo, another revision, an
+error) or ended (an exit) says what the server does with that revision; a probe that got
+nothing within its wait says nothing, so its revision is "unknown", never "unsupported", and
+the matrix goes on past it. The wait is derived from the server's own measured start
+(``probe_wait``).
 """
 
 from __future__ import annotations
-
-import time
 
 from .. import warnings as warn
 from ..command import Command
@@ -25,21 +29,52 @@ HANDSHAKE_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions of the initialize-handshake era."""
 FUTURE_REVISION = "2099-12-31"
 """A revision no server knows: a server should answer initialize with one it supports."""
+WAIT_FACTOR = 3
+"""A probe waits this many times the server's slowest measured start (``probe_wait``)."""
 
 
-def probe(command: Command, request: dict, settings: Settings) -> dict:
+def probe_wait(settings: Settings, starts_ms: list[float], source: str) -> dict:
+    """The wait of each probe of one server's matrix.
+
+    ``settings.probe_timeout_s`` (``--probe-timeout``) when given; else WAIT_FACTOR times
+    the slowest of ``starts_ms`` (the server's starts measured in this run: the counted cold
+    starts, never a warm-up, which may hold a first npx/uvx download; or the first start of
+    ``mcpstart revisions``, named by ``source``), and at least ``settings.probe_floor_s``; the
+    floor alone when no start was measured. Why 3x: a probe is a cold start like those
+    measured, in a fresh process, yet the machine's load moves between the series and the
+    probes (a server seen starting in 1.5 s took 4-5 s on a busy machine a minute later),
+    and a wait too short costs a verdict ("unknown") while a wait too long costs time only
+    where a probe gets no answer at all.
+
+    Returns:
+        ``{s, rule, slowest_start_ms, source}``: the wait in seconds; ``rule`` "given"
+        (--probe-timeout), "derived" (WAIT_FACTOR x the slowest start) or "floor" (no start
+        measured, or the derived wait is shorter); the slowest start in ms (None when none
+        was measured) and what it was (``source``).
+    """
+    slowest = max(starts_ms, default=None)
+    if settings.probe_timeout_s is not None:
+        wait, rule = settings.probe_timeout_s, "given"
+    elif slowest is not None and WAIT_FACTOR * slowest / 1000 > settings.probe_floor_s:
+        wait, rule = WAIT_FACTOR * slowest / 1000, "derived"
+    else:
+        wait, rule = settings.probe_floor_s, "floor"
+    return {"s": round(wait, 3), "rule": rule, "slowest_start_ms": slowest, "source": source}
+
+
+def probe(command: Command, request: dict, settings: Settings, wait_s: float) -> dict:
     """Send ``request`` (id 1) as the first message of a fresh process and see what comes.
 
-    Ends at once on an answer, an error, an exit or EOF; else after
-    ``settings.probe_timeout_s``; the process is then shut down within
-    ``settings.probe_grace_s`` per step.
+    Ends at once on an answer, an error, an exit or EOF; else after ``wait_s`` seconds;
+    the process is then shut down within ``settings.probe_grace_s`` per step.
 
     Returns:
         ``{method, requested, outcome ("answered" | "error" | "exited" | "no_answer"),
-        answered, error_code, error_message, error_data, ms, result}``: ``answered`` is the
-        protocolVersion an initialize answer names, or discover's supportedVersions joined
-        with ", "; the error members are stored verbatim; ``ms`` runs from just before the
-        spawn to the outcome; ``result`` (not stored in the matrix) is the result object.
+        answered, error_code, error_message, error_data, ms, wait_s, result}``:
+        ``answered`` is the protocolVersion an initialize answer names, or discover's
+        supportedVersions joined with ", "; the error members are stored verbatim; ``ms``
+        runs from just before the spawn to the outcome; ``wait_s`` is the wait the probe was
+        given; ``result`` (not stored in the matrix) is the result object.
     """
     method = request["method"]
     meta = request["params"].get("_meta") or {}
@@ -47,11 +82,11 @@ def probe(command: Command, request: dict, settings: Settings) -> dict:
            "requested": request["params"].get("protocolVersion")
            or meta.get("io.modelcontextprotocol/protocolVersion"),
            "outcome": None, "answered": None, "error_code": None, "error_message": None,
-           "error_data": None, "ms": None, "result": None}
+           "error_data": None, "ms": None, "wait_s": wait_s, "result": None}
     try:
         with spawn.started([(command, request)], settings, timed=False) as (session,):
             try:
-                _outcome(session, row, settings.probe_timeout_s)
+                _outcome(session, row, wait_s)
             finally:
                 session.shutdown(settings.probe_grace_s)
     except SessionError as err:  # it could not be started
@@ -78,28 +113,27 @@ def _outcome(session: Session, row: dict, timeout_s: float) -> None:
             row["answered"] = (", ".join(map(str, versions)) if isinstance(versions, list)
                                else answer.get("protocolVersion"))
     except NoAnswer:
-        row.update(outcome="no_answer", ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+        row.update(outcome="no_answer", ms=(session.transport.now_ns() - session.t0_ns) / 1e6)
     except Exited as err:
         row.update(outcome="exited", error_message=str(err),
-                   ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+                   ms=(session.transport.now_ns() - session.t0_ns) / 1e6)
     except SessionError as err:  # answered in a form no client can use
         row.update(outcome="error", error_message=str(err),
-                   ms=(time.perf_counter_ns() - session.t0_ns) / 1e6)
+                   ms=(session.transport.now_ns() - session.t0_ns) / 1e6)
 
 
-def matrix(command: Command, settings: Settings) -> list[dict]:
+def matrix(command: Command, settings: Settings, wait_s: float) -> list[dict]:
     """The revision matrix: ``server/discover`` with the modern envelope, then
     ``initialize`` asking each handshake revision, the modern revision (MODERN_REVISION,
     2026-07-28: what a client that still opens with initialize meets; its answer's result
     is kept verbatim in the row as ``result``) and one unknown future revision, each in its
-    own process (some servers exit on any first request but initialize). Once an initialize
-    probe got no answer at all, the others are not asked (fault-cases.md, case 16: a method
-    that got no answer is not waited for again); the matrix then ends there."""
-    rows = [probe(command, modern_request("server/discover"), settings)]
+    own process (some servers exit on any first request but initialize), each waiting
+    ``wait_s`` (``probe_wait``). A probe that got no answer leaves its revision unknown and
+    the next is asked all the same: each is a fresh process, so one start slower than the
+    wait says nothing of the next."""
+    rows = [probe(command, modern_request("server/discover"), settings, wait_s)]
     for revision in (*HANDSHAKE_REVISIONS, MODERN_REVISION, FUTURE_REVISION):
-        rows.append(probe(command, initialize_request(revision), settings))
-        if rows[-1]["outcome"] == "no_answer":
-            break
+        rows.append(probe(command, initialize_request(revision), settings, wait_s))
     return rows
 
 
@@ -113,16 +147,34 @@ def _modern(revision: str) -> bool:
     return revision >= MODERN_REVISION
 
 
-def derive(rows: list[dict]) -> tuple[dict, list[str]]:
-    """What the matrix tells. Returns ``(protocol, warnings)`` (stored warnings),
-    ``protocol`` holding
+def verdict(row: dict) -> str:
+    """What one probe tells of the revision it asked: "supported" (initialize echoed it;
+    discover answered as a modern server answers and listed it), "unknown" (no answer
+    within the probe's wait) or "unsupported" (any other answer, an error, an exit)."""
+    if row["outcome"] == "no_answer":
+        return "unknown"
+    if row["outcome"] != "answered":
+        return "unsupported"
+    if row["method"] == "initialize":
+        return "supported" if row["answered"] == row["requested"] else "unsupported"
+    result = row.get("result") or {}
+    listed = result.get("supportedVersions")
+    return ("supported" if "resultType" in result and isinstance(listed, list)
+            and row["requested"] in map(str, listed) else "unsupported")
+
+
+def derive(rows: list[dict], wait: dict) -> tuple[dict, list[str]]:
+    """What the matrix tells (``wait``: the probes' ``probe_wait``). Returns ``(protocol,
+    warnings)`` (stored warnings), ``protocol`` holding
     ``discover_versions`` (None unless discover was answered as a modern server answers),
     ``discover`` ({server_info, capabilities} or None), ``supported_revisions`` (discover's
-    list plus every revision an initialize echoed back, sorted), ``initialize_modern``
-    (what initialize asking MODERN_REVISION got: {outcome, answered, error_code,
-    error_message}, None when not asked), ``era`` ("dual", "legacy",
-    "modern" or None) and ``matrix`` (the rows, ``result`` kept only where ``matrix``
-    says)."""
+    list plus every revision an initialize echoed back, sorted), ``unknown_revisions`` (the
+    revisions asked by a probe that got no answer and not found supported by another;
+    FUTURE_REVISION is never listed), ``probe_wait`` (``wait`` as given),
+    ``initialize_modern`` (what initialize asking MODERN_REVISION got: {outcome, answered,
+    error_code, error_message, wait_s}, None when not asked), ``era`` ("dual", "legacy",
+    "modern" or None) and ``matrix`` (the rows, each with its ``verdict``, ``result`` kept
+    only where ``_kept`` says)."""
     warnings = []
     discover = next((r for r in rows if r["method"] == "server/discover"), None)
     versions, info = None, None
@@ -150,11 +202,38 @@ def derive(rows: list[dict]) -> tuple[dict, list[str]]:
     era = "dual" if modern and legacy else "modern" if modern else "legacy" if legacy else None
     asked = next((r for r in rows if r["method"] == "initialize"
                   and r["requested"] == MODERN_REVISION), None)
+    supported = sorted(set(versions or []) | echoed)
+    verdicts = [(r["requested"], verdict(r)) for r in rows]
+    unknown = sorted({rev for rev, v in verdicts if v == "unknown"} - set(supported)
+                     - {FUTURE_REVISION})
     return {"discover_versions": versions, "discover": info,
-            "supported_revisions": sorted(set(versions or []) | echoed), "era": era,
+            "supported_revisions": supported, "unknown_revisions": unknown,
+            "probe_wait": wait, "era": era,
             "initialize_modern": None if asked is None else {
-                k: asked[k] for k in ("outcome", "answered", "error_code", "error_message")},
-            "matrix": [_kept(r) for r in rows]}, warnings
+                k: asked[k] for k in ("outcome", "answered", "error_code", "error_message",
+                                      "wait_s")},
+            "matrix": [{**_kept(r), "verdict": v} for r, (_, v) in zip(rows, verdicts)]}, warnings
+
+
+def contradicted(protocol: dict) -> list[dict]:
+    """A warning when the revision a session's initialize negotiated
+    (``protocol["negotiated_revision"]``) is not among the matrix's supported revisions: its
+    probe got no answer (unknown) or answered otherwise (the server answers the same
+    question differently from one process to the next). Empty without a matrix or a
+    negotiated revision."""
+    negotiated = protocol.get("negotiated_revision")
+    rows = protocol.get("matrix")
+    if not rows or not negotiated or negotiated in protocol.get("supported_revisions", []):
+        return []
+    probe = next((r for r in rows if r["method"] == "initialize"
+                  and r["requested"] == negotiated), None)
+    if probe is None:
+        got = "no probe asked for it"
+    elif probe["verdict"] == "unknown":
+        got = f"its probe got no answer in {probe['wait_s']:g} s (unknown)"
+    else:
+        got = f"its probe got {probe['answered'] or probe['error_message'] or probe['outcome']}"
+    return [warn.revision_contradicted(negotiated, got)]
 
 
 def speaks_modern(protocol: dict) -> bool:

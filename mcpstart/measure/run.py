@@ -180,7 +180,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
         if not _could_not_start(server):
             progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix",
                           "matrix", server.row.name))
-            _guard(server, lambda s=server: _matrix(s, settings))
+            _guard(server, lambda s=server: _matrix(s, settings, "cold start"))
     modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
     _cold_starts(modern, settings, order, results, progress, on_update, "modern")
     _cold_starts([s for s in live if not _could_not_start(s)], settings, order, results,
@@ -301,10 +301,19 @@ def _could_not_start(server: Server) -> bool:
     return not any(run.get("handshake") is not None for run in server.runs)
 
 
-def _matrix(server: Server, settings: Settings) -> None:
-    protocol, warnings = revisions.derive(revisions.matrix(server.command, settings))
-    server.row.protocol.update(protocol)
-    server.row.warnings += warnings
+def _matrix(server: Server, settings: Settings, source: str,
+            probes: Settings | None = None) -> None:
+    """The revision matrix of ``server`` (on ``probes``' spawner, default ``settings``'),
+    each probe waiting what revisions.probe_wait derives from the server's counted
+    ``source`` starts (``server.runs``' handshakes), into the row's protocol block with the
+    warnings it gives."""
+    starts = [r["handshake"] for r in server.runs
+              if not r.get("warmup") and r.get("handshake") is not None]
+    wait = revisions.probe_wait(settings, starts, source)
+    protocol, warnings = revisions.derive(
+        revisions.matrix(server.command, probes or settings, wait["s"]), wait)
+    server.row.protocol = {**(server.row.protocol or {}), **protocol}
+    server.row.warnings += warnings + revisions.contradicted(server.row.protocol)
 
 
 def _cold_cache(server: Server, settings: Settings) -> None:
@@ -451,7 +460,8 @@ def _sizing(server: Server, settings: Settings) -> None:
     found = error = None
     if modern:
         try:
-            found = caching.hints(server.command, settings, server.traffic)
+            found = caching.hints(server.command, settings, row.protocol["probe_wait"]["s"],
+                                  server.traffic)
         except SessionError as err:
             error = str(err)
             server.skips.note("caching", f"caching hints: {err}")
@@ -653,9 +663,11 @@ def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
 
 def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
                    toolchains: dict[str, str], progress: Progress = lambda _: None) -> Results:
-    """The revision matrix of each server and nothing else (``mcpstart revisions``). A server
-    that cannot be spawned (not found, no such working directory) fails its row; any answer,
-    error, exit or silence of a probe is a finding, not a failure."""
+    """The revision matrix of each server and nothing else (``mcpstart revisions``), the
+    probes' wait derived from a first start (``_first_start``). A server that cannot be
+    spawned (not found, no such working directory) fails its row, and so does one no
+    revision of which is known to be supported (the cause says how many probes got no
+    answer); any other answer, error, exit or silence of a probe is a finding."""
     results = new_results(argv, settings, "sequential", toolchains)
     results.servers = [s.row for s in servers]
     live = [s for s in servers if s.measurable]
@@ -668,21 +680,42 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
                       server.row.name))
         probes = http_settings(server, settings) if server.transport == "http" else settings
         if _first_start(server, probes):  # an HTTP recipe's over HTTP
-            _guard(server, lambda s=server, p=probes: _matrix(s, p))
+            _guard(server, lambda s=server, p=probes: _matrix(s, settings, "first start", p))
+            _none_supported(server.row)
     return results
 
 
+def _none_supported(row: ServerResult) -> None:
+    """Fail ``row`` when its matrix found no revision supported, saying why."""
+    protocol = row.protocol or {}
+    if row.status != "ok" or protocol.get("supported_revisions"):
+        return
+    silent = [p for p in protocol.get("matrix") or [] if p["verdict"] == "unknown"]
+    why = "every probe was refused or exited"
+    if silent:
+        why = (f"{len(silent)} of {len(protocol['matrix'])} probes got no answer in "
+               f"{protocol['probe_wait']['s']:g} s (unknown: a longer --probe-timeout may tell)")
+    row.fail(f"no revision is known to be supported: {why}")
+
+
 def _first_start(server: Server, settings: Settings) -> bool:
-    """One start, untimed and unprobed, with the whole ``settings.timeout_s``: a first
-    npx/uvx download finishes here instead of being cut off by a short probe (which can
-    leave npx's cache broken). Whatever the server does is left for the probes to find;
-    returns False, with the row failed, when the program cannot be started at all (not
-    found, no such working directory, an interpreter line naming no program)."""
+    """One start, unprobed, with the whole ``settings.timeout_s``: a first npx/uvx download
+    finishes here instead of being cut off by a short probe (which can leave npx's cache
+    broken). Its initialize answer, if one came, is kept in ``server.runs`` (as a counted
+    start: the one the probes' wait is derived from) and names the negotiated revision;
+    whatever else the server does is left for the probes to find. Returns False, with the
+    row failed, when the program cannot be started at all (not found, no such working
+    directory, an interpreter line naming no program)."""
     first = initialize_request(settings.requested_revision)
     try:
         with spawn.started([(server.command, first)], settings, timed=False) as (session,):
             try:
-                session.wait(1, settings.timeout_s, diagnose=False)
+                answer = session.wait(1, settings.timeout_s, diagnose=False)
+                result = answer.message.get("result")
+                negotiated = result.get("protocolVersion") if isinstance(result, dict) else None
+                server.runs.append({"handshake": (answer.at_ns - session.t0_ns) / 1e6,
+                                    "negotiated_revision": negotiated})
+                server.row.protocol["negotiated_revision"] = negotiated
             except SessionError:
                 pass
             finally:

@@ -41,7 +41,9 @@ class Settings:
         seed: the seed of the per-round shuffle.
         cache_state: "warm" (files in the page cache) or "cold" (evicted before each run).
         round_trips: small calls on one warm session (0: none).
-        probe_timeout_s: bound of each revision-matrix probe.
+        probe_timeout_s: the wait of each revision-matrix probe, as given (--probe-timeout);
+            None: derived from the server's measured start (revisions.probe_wait).
+        probe_floor_s: the least derived wait of a revision-matrix probe.
         fallback_timeout_s: how long a dual-era client waits for the server/discover probe
             before it falls back to initialize (None: dual_era.DEFAULT_FALLBACK).
         call: the tool to call (None: reverse_text where the server lists it).
@@ -74,7 +76,8 @@ class Settings:
     seed: int = 0
     cache_state: str = "warm"
     round_trips: int = defaults.ROUND_TRIPS
-    probe_timeout_s: float = defaults.PROBE_TIMEOUT_S
+    probe_timeout_s: float | None = None
+    probe_floor_s: float = defaults.PROBE_FLOOR_S
     fallback_timeout_s: float | None = None
     call: ToolCall | None = None
     settle: SettleRule = SettleRule()
@@ -105,7 +108,7 @@ class Settings:
             "payload_bytes": self.payload_bytes, "requested_revision": self.requested_revision,
             "order": order, "seed": self.seed, "pause_ms": self.pause_ms,
             "cache_state": self.cache_state, "round_trips": self.round_trips,
-            "probe_timeout_s": self.probe_timeout_s,
+            "probe_timeout_s": self.probe_timeout_s, "probe_floor_s": self.probe_floor_s,
             "fallback_timeout_s": self.fallback_timeout_s,
             "call_tool": self.call.name if self.call else None,
             "call_arguments": self.call.arguments if self.call else None,

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 
 from ..results import documents
-from .table import fmt_ms
+from .table import fmt_ms, no_answer, probe_wait
+
+HINT = ("A probe that got no answer leaves its revision unknown: --probe-timeout SECONDS "
+        "gives each probe longer.")
 
 
 def _clip(value, limit: int = 60) -> str:
@@ -16,31 +19,48 @@ def _clip(value, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def _outcome(probe: dict) -> str:
+    """The probe's outcome; a silence as "unknown (no answer in 5 s)"."""
+    if probe.get("outcome") == "no_answer":
+        return f"unknown ({no_answer(probe.get('wait_s'))})"
+    return _clip(probe.get("outcome"))
+
+
 def matrix_table(results, tablefmt: str = "github") -> str:
     """Every probe of every server: method, revision asked, outcome, what was answered, the
     error's code, message and data, and the time from spawn to the outcome; then one line
-    per server with its era and supported revisions."""
+    per server with its era, supported and unknown revisions and the probes' wait (and why
+    it failed, if it did); then, when a probe got no answer, where to give probes longer."""
     from tabulate import tabulate
 
-    body, summary = [], []
+    body, summary, silent = [], [], False
     for doc in documents(results):
         for server in doc.get("servers") or []:
             protocol = server.get("protocol") or {}
             for probe in protocol.get("matrix") or []:
+                silent = silent or probe.get("outcome") == "no_answer"
                 body.append([server.get("name"), probe.get("method"), probe.get("requested"),
-                             probe.get("outcome"), _clip(probe.get("answered")),
+                             _outcome(probe), _clip(probe.get("answered")),
                              _clip(probe.get("error_code")), _clip(probe.get("error_message")),
                              _clip(probe.get("error_data")),
                              fmt_ms(probe["ms"]) if isinstance(probe.get("ms"), (int, float))
                              else ""])
-            if server.get("status") in ("failed", "skipped"):
-                summary.append(f"- {server.get('name')}: {server.get('status')}: "
-                               f"{server.get('reason')}")
-            elif protocol.get("matrix"):
+            line = [f"{server.get('status')}: {server.get('reason')}"] if server.get(
+                "status") in ("failed", "skipped") else []
+            if protocol.get("matrix"):
+                wait = protocol.get("probe_wait")
                 revisions = ", ".join(protocol.get("supported_revisions") or []) or "none"
-                summary.append(f"- {server.get('name')}: era {protocol.get('era') or 'unknown'};"
-                               f" supported revisions {revisions}")
+                line += [f"era {protocol.get('era') or 'unknown'}",
+                         f"supported revisions {revisions}"]
+                if protocol.get("unknown_revisions"):
+                    line.append(f"unknown ({no_answer((wait or {}).get('s'))}): "
+                                f"{', '.join(protocol['unknown_revisions'])}")
+                if isinstance(wait, dict):
+                    line.append(f"probe wait {probe_wait(wait)}")
+            if line:
+                summary.append(f"- {server.get('name')}: {'; '.join(line)}")
     text = tabulate(body, headers=["server", "method", "requested", "outcome", "answered",
                                    "error code", "error message", "error data", "ms"],
                     tablefmt=tablefmt, disable_numparse=True)
-    return "\n\n".join([text, "\n".join(summary)] if summary else [text])
+    return "\n\n".join([text, *(["\n".join(summary)] if summary else []),
+                        *([HINT] if silent else [])])

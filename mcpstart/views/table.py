@@ -126,18 +126,44 @@ def _initialize_modern(value, _s) -> str:
     if outcome == "error":
         code = value.get("error_code")
         return f"rejected: error {_count(code)}" if code is not None else "rejected: error"
-    return f"rejected: {'no answer' if outcome == 'no_answer' else _text(outcome)}"
+    if outcome == "no_answer":
+        return f"unknown ({no_answer(value.get('wait_s'))})"
+    return f"rejected: {_text(outcome)}"
 
 
-def _revisions(value, _s) -> str:
-    """"2024-11..2026-07": the first and last year-month of the supported revisions."""
+def no_answer(wait_s) -> str:
+    """"no answer in 5 s" (a probe's silence: its revision is unknown, never unsupported);
+    "no answer" for a file that did not record the wait."""
+    return "no answer" if wait_s is None else f"no answer in {number(wait_s):g} s"
+
+
+def _short(revision: str) -> str:
+    return revision[:7] if re.fullmatch(r"\d{4}-\d\d-\d\d", revision) else revision
+
+
+def _revisions(value, s) -> str:
+    """"2024-11..2026-07": the first and last year-month of the supported revisions; then
+    those a probe got no answer for ("; 2026-07 unknown (no answer in 5 s)")."""
     revisions = sorted(_text(v) for v in _list(value))
-    if not revisions:
-        return "none"
-    if len(revisions) == 1:
-        return revisions[0]
-    short = [r[:7] if re.fullmatch(r"\d{4}-\d\d-\d\d", r) else r for r in (revisions[0], revisions[-1])]
-    return "..".join(short)
+    text = ("none" if not revisions else revisions[0] if len(revisions) == 1
+            else "..".join(_short(r) for r in (revisions[0], revisions[-1])))
+    unknown = dig(s, "protocol.unknown_revisions")
+    if unknown:
+        text += (f"; {', '.join(_short(_text(r)) for r in _list(unknown))} unknown "
+                 f"({no_answer(dig(s, 'protocol.probe_wait.s'))})")
+    return text
+
+
+def probe_wait(value) -> str:
+    """A ``protocol.probe_wait`` block: "9 s (3x the slowest cold start, 3000 ms)", "1 s
+    (--probe-timeout)", "5 s (the floor, above 3x the slowest cold start, 40.0 ms)", "5 s
+    (the floor; no start measured)"."""
+    wait, slowest, source = number(value.get("s")), value.get("slowest_start_ms"), value.get("source")
+    rule = _text(value.get("rule"))
+    seen = f"the slowest {_text(source)}, {fmt_ms(slowest)} ms" if slowest is not None else None
+    why = {"given": "--probe-timeout", "derived": f"3x {seen}",
+           "floor": f"the floor, above 3x {seen}" if seen else "the floor; no start measured"}
+    return f"{wait:g} s ({why.get(rule, rule)})"
 
 
 def _server_info(value, _s) -> str:
@@ -364,6 +390,9 @@ ROWS: list[Row] = [
     Row("sdk_version", "SDK version", _plain(_text)),
     Row("protocol.era", "protocol era", _plain(_text)),
     Row("protocol.supported_revisions", "supported revisions", _revisions),
+    Row("protocol.probe_wait.s", "revision probe wait", lambda _v, s: probe_wait(
+        dig(s, "protocol.probe_wait")), ("protocol.probe_wait.rule",
+                                         "protocol.probe_wait.slowest_start_ms")),
     Row("protocol.negotiated_revision", "negotiated revision", _plain(_text)),
     Row("protocol.initialize_modern", "initialize asking 2026-07-28", _initialize_modern),
     Row("handshake_ms.median", "cold start{cache}: median{ci} (ms)", _with_ci("handshake_ms"),
