@@ -4,9 +4,11 @@
 //   "session": per connection, in a loop, POST initialize, POST notifications/initialized,
 //              POST tools/call, DELETE (autocannon's `requests` sequence: the session id of
 //              initialize's answer is kept in the connection's context);
-//   "calls":   tools/call only, spread in turn over one session per connection, opened
-//              before the timed window (autocannon resets a connection's context after its
-//              sequence, so a session cannot be held per connection).
+//   "calls":   tools/call on one session per connection, opened before the timed window:
+//              one autocannon instance of one connection per session, all in this process
+//              (a request sequence rebuilt per request, the way to vary a header per
+//              connection, halves autocannon's rate); each connection has one call in flight,
+//              so one JSON-RPC id per session never overlaps itself.
 //
 // Usage: node load_check.js AUTOCANNON_DIR '{"url", "scenario", "connections", "duration_s"}'
 // Before the timed window one tools/call is checked to answer the reversed text (a wrong
@@ -63,11 +65,9 @@ async function check () {
   if (!answer.ok || !body.includes(REVERSED)) throw new Error(`tools/call answered ${answer.status}: ${body.slice(0, 200)}`)
 }
 
-async function requests () {
-  const url = new URL(config.url)
-  const at = url.pathname + url.search
-  if (config.scenario === 'session') {
-    return [
+async function session (at) {
+  return {
+    requests: [
       { method: 'POST', path: at, headers: BASE, body: INITIALIZE,
         onResponse: (status, body, context, headers) => { context.session = opened(status, body, headers) } },
       { method: 'POST', path: at, body: INITIALIZED,
@@ -78,28 +78,27 @@ async function requests () {
         setupRequest: (req, context) => ({ ...req, headers: sessionHeaders(context.session) }) }
     ]
   }
-  const sessions = []
-  for (let i = 0; i < config.connections; i++) sessions.push(await openSession())
-  let next = 0
-  return [{
-    method: 'POST', path: at,
-    setupRequest: (req) => {
-      next++
-      return { ...req, headers: sessionHeaders(sessions[next % sessions.length]), body: call(next) }
-    }
-  }]
 }
 
 async function main () {
   await check()
-  const result = await autocannon({
-    url: config.url, connections: config.connections, duration: config.duration_s,
-    timeout: config.timeout_s || 5, requests: await requests()
-  })
-  const total = result.requests.total
+  const url = new URL(config.url)
+  const common = { url: config.url, duration: config.duration_s, timeout: config.timeout_s || 5 }
+  let runs
+  if (config.scenario === 'session') {
+    runs = [{ ...common, connections: config.connections, ...await session(url.pathname + url.search) }]
+  } else {
+    runs = []
+    for (let i = 0; i < config.connections; i++) {
+      runs.push({ ...common, connections: 1, method: 'POST', headers: sessionHeaders(await openSession()), body: call(2) })
+    }
+  }
+  const results = await Promise.all(runs.map((options) => autocannon(options)))
+  const sum = (key) => results.reduce((total, r) => total + key(r), 0)
   process.stdout.write(JSON.stringify({
-    requests: total, rps: total / result.duration, non_2xx: result.non2xx, errors: result.errors,
-    timeouts: result.timeouts, duration_s: result.duration, autocannon: version
+    requests: sum((r) => r.requests.total), rps: sum((r) => r.requests.total / r.duration),
+    non_2xx: sum((r) => r.non2xx), errors: sum((r) => r.errors), timeouts: sum((r) => r.timeouts),
+    duration_s: Math.max(...results.map((r) => r.duration)), autocannon: version
   }) + '\n')
 }
 
