@@ -229,6 +229,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=10)
     parser.add_argument("--scenario", action="append", choices=("calls", "session"))
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the servers are closed on the way out
     scenarios = args.scenario or ["calls", "session"]
     print(f"load check: {args.rounds} rounds x {args.seconds:g} s, {args.users} connections; "
           f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}, "
