@@ -244,9 +244,10 @@ def main() -> None:
         print(line(row, "median"))
     slow = [r.scenario for r in medians if r.server == FLOOR and r.ratio >= UNDER]
     if slow:
-        print(f"note: autocannon read {FLOOR} less than twice Locust's rate in {', '.join(slow)}: "
-              "on this machine now the independent tool is barely faster than the engine, "
-              "so the comparison cannot tell the two apart there (a busy machine starves both)")
+        print(f"note: autocannon read {FLOOR} at less than twice Locust's rate in "
+              f"{', '.join(slow)}: on this machine now the independent tool is not much faster "
+              "than the engine (a busy machine starves both), so the comparison cannot tell "
+              "the engine's limit from the server's there")
 
 
 if __name__ == "__main__":
