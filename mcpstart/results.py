@@ -60,7 +60,11 @@ class ServerResult:
     http: dict | None = None
     """Streamable HTTP figures (design.md ``servers[].http``): endpoint (the URL; a spawned
     server's with ``{port}``, measure/http_run.py), start_ms, latency_ms, session_ms,
-    sessions_leak, load; None for a stdio server."""
+    sessions_leak, load; None for a stdio server. Each ``load[]`` block (measure/load.py)
+    holds ``ceiling_rps`` (the engine's rate on the same scenario against the HTTP floor in
+    this run), ``ceiling_ratio`` (rps / ceiling_rps), ``engine_bound`` (True: the engine, not
+    the server, set the rate; None: no ceiling) and, for the paced scenario, ``rate`` asked and
+    ``rate_missed`` (reached under 90% of it)."""
     launcher: dict | None = None
     dual_era: dict | None = None
     caching: dict | None = None

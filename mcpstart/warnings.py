@@ -65,7 +65,7 @@ class Kind(StrEnum):
     LOAD_ERRORS = "load_errors"
     """requests failed under load (counted by class; the row stays ok)."""
     LOAD_BOUND = "load_bound"
-    """the load engine saturated its cores: the figures are the engine's limit too."""
+    """the load engine, not the server, set the rate (at its ceiling): a lower bound."""
     DRIFT = "drift"
     """compare: the floor server moved between the two files (the machine drifted)."""
     NO_FLOOR = "no_floor"
@@ -264,11 +264,15 @@ def load_errors(errors: dict[str, int]) -> dict:
                    "http.load")
 
 
-def load_bound(scenarios: list[str]) -> dict:
-    return warning(Kind.LOAD_BOUND, "the load engine saturated its cores in "
-                                    f"{', '.join(scenarios)}: those figures are partly the "
-                                    "engine's limit (Locust's master/worker mode scales it out)",
-                   "http.load")
+def load_bound(rates: dict[str, float], floor: str) -> dict:
+    """``rates``: requests/s of each engine-bound scenario; ``floor``: the ceiling's server."""
+    return warning(Kind.LOAD_BOUND, "the rate is the load engine's, not the server's: in "
+                                    + ", ".join(f"{scenario} ({rps:.0f}/s)"
+                                                for scenario, rps in rates.items())
+                                    + " is at or near the engine's own maximum (the same "
+                                    f"scenario against {floor} in this run): the server's rate "
+                                    "is at least that (Locust's master/worker mode scales the "
+                                    "engine out)", "http.load")
 
 
 # ---- compare (views/compare.py) ----------------------------------------------------------

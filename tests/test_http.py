@@ -23,6 +23,7 @@ from mcpstart.transports.session import Exited, Session, SessionError
 from mcpstart.transports.sse import EventStream
 from mcpstart.views.table import table
 from mcpstart.wire import ToolCall, initialize_request, modern_request
+from mcpstart import warnings as warn
 
 FAKE = Path(__file__).parent / "fakes" / "fake_http_server.py"
 WAITS = fast().waits
@@ -158,7 +159,7 @@ def test_load_on_a_server_answering_after_10_s_counts_timeouts_and_the_row_stays
     blocks = {b["scenario"]: b for b in row["http"]["load"]}
     assert set(blocks) == set(load.SCENARIOS)
     for block in blocks.values():
-        assert isinstance(block["generator_bound"], bool)
+        assert (block["ceiling_rps"], block["engine_bound"]) == (None, None)  # no ceiling: unknown
         assert block["errors"]["by_class"]["timeout"] >= 1
         assert block["errors"]["total"] == block["errors"]["by_class"]["timeout"]
         calls = block["by_request"]["tools/call"]
@@ -265,3 +266,51 @@ def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     assert block["n"] == 2 and "4" in block["error"]
     assert time.monotonic() - begun < 5
     assert not no_children()
+
+
+def test_a_block_at_the_engines_ceiling_is_engine_bound_and_printed_as_a_lower_bound():
+    def block(scenario, rps, rate=None):
+        return {"scenario": scenario, "rps": rps, "rate": rate, "users": 10,
+                "rate_missed": None if rate is None else rps < 0.9 * rate}
+    floor = {s: block(s, 1569.0) for s in ("session", "calls")}
+    floor["rate"] = block("rate", 100.5, 100.0)
+    verdicts = {rps: load.engine_bound(block("calls", rps), floor["calls"])
+                for rps in (1569.0, 1300.0, 1200.0, 400.0)}
+    assert [v["engine_bound"] for v in verdicts.values()] == [True, True, False, False]
+    assert verdicts[1300.0]["ceiling_ratio"] == pytest.approx(1300 / 1569)
+    assert verdicts[1300.0]["ceiling_rps"] == 1569.0
+    # no ceiling in the run (the floor failed or was not built): unknown, never "not bound"
+    assert load.engine_bound(block("calls", 1300.0), None)["engine_bound"] is None
+    # a pace the floor kept set both rates: not the engine's, however close
+    assert load.engine_bound(block("rate", 100.2, 100.0), floor["rate"])["engine_bound"] is False
+    # a pace the engine could not keep even against the floor: the engine's
+    slow_floor = block("rate", 60.0, 100.0)
+    assert load.engine_bound(block("rate", 58.0, 100.0), slow_floor)["engine_bound"] is True
+    rows = []
+    for name, rps in (("fast", 1569.0), ("slow", 400.0)):
+        blocks = [block("calls", rps), block("rate", 40.1 if name == "slow" else 100.2, 100.0)]
+        for b in blocks:
+            b.update(load.engine_bound(b, floor[b["scenario"]]))
+        rows.append({"name": name, "transport": "http", "status": "ok",
+                     "http": {"load": blocks}})
+    doc = {"schema": "mcpstart/1", "created": "2026-01-01T00:00:00Z", "environment": {},
+           "settings": {"load_rate": 100.0}, "servers": rows,
+           "load_ceiling": {"server": "c-http", "load": list(floor.values())}}
+    text = table(doc, metrics=["http.load.calls.rps", "http.load.rate.rps"])
+    assert ">= 1569 (engine-bound; ceiling 1569), 10 users" in text
+    assert " 400 (ceiling 1569), 10 users" in text and ">= 400" not in text
+    assert "40.1 of 100 asked (ceiling 100), 10 users" in text  # a missed pace says so
+    assert " 100 (ceiling 100), 10 users" in text  # a kept pace does not
+    assert ">= 100" not in text and "100.2 of" not in text
+
+
+def test_the_paced_scenario_records_whether_it_missed_its_asked_rate():
+    data = {"window": {"start": 100.0, "deadline": 102.0}, "histogram": {},
+            "records": [["tools/call", 100.0 + i / 10, 1.0, None, None] for i in range(18)],
+            "unfinished": []}
+    assert load.summarize(data, [], 10.0)["rate_missed"] is False  # 9.0 of 10: within 10%
+    assert load.summarize(data, [], 10.1)["rate_missed"] is True
+    assert load.summarize(data, [])["rate_missed"] is None  # unpaced
+    bound = warn.load_bound({"calls": 1569.4}, "c-http")
+    assert bound["kind"] == "load_bound" and "calls (1569/s)" in bound["detail"]
+    assert "the rate is the load engine's" in bound["detail"] and "c-http" in bound["detail"]

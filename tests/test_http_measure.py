@@ -1,9 +1,9 @@
 """End to end: ``measure --transport http`` over the reference HTTP servers (built with
 mcpstart's build, cached), with short waits and a 1 s load: every row ok, the start-up
 phases in order from the spawn, the 5 MiB call verified over HTTP, the warm latency and
-session cost, every load block saying whether the engine was bound and carrying the
-ceiling measured on the HTTP floor in the same run, the table and the plot drawn, and no
-process left."""
+session cost, every load block saying whether the engine set its rate (at its ceiling, the
+same scenario on the HTTP floor in the same run: the floor's own blocks are), the table and
+the plot drawn, and no process left."""
 
 import psutil
 import pytest
@@ -41,9 +41,13 @@ def test_the_reference_servers_over_http(tmp_path):
         assert row["http"]["session_ms"]["n"] == 20
         assert row["protocol"]["era"] == "dual"
         for block in row["http"]["load"]:
-            assert isinstance(block["generator_bound"], bool)
+            assert isinstance(block["engine_bound"], bool)
             assert block["ceiling_rps"] == floor[block["scenario"]]
+            assert block["ceiling_ratio"] == block["rps"] / block["ceiling_rps"]
             assert block["requests"] > 0 and block["pinned_cpus"]["engine"]
+    # the floor is its own ceiling: at the engine's maximum in every unpaced scenario
+    assert all(b["engine_bound"] for b in rows["c-http"]["http"]["load"]
+               if b["scenario"] != "rate")
     text = table(outcome.results)
     assert "HTTP cold start: initialize answered" in text and "(ceiling " in text
     figure(results, "http")

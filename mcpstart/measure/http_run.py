@@ -16,8 +16,8 @@ probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (de
    with p99 and mean;
 5. ``session_ms`` and ``sessions_leak`` (http_sessions.py);
 6. load (load.py), the server pinned to its own core from its spawn, and the ceiling: the
-   same scenarios against the HTTP floor in this run (``ceiling_rps`` in every row's
-   blocks, ``results.load_ceiling``).
+   same scenarios against the HTTP floor in this run (``ceiling_rps``, ``ceiling_ratio``
+   and ``engine_bound`` in every row's blocks, load.engine_bound; ``results.load_ceiling``).
 
 ``endpoint``: where the MCP endpoint is: the URL, or for a spawned server
 ``http://127.0.0.1:{port}PATH`` (PATH: its recipe's ``run.endpoint`` or ``--endpoint``,
@@ -253,20 +253,21 @@ def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
                       f"{settings.load_s:g} s", "load", server.row.name))
         _guard(server, lambda s=server: _load(s, settings))
         on_update(results)
-    if floor is not None and floor.row.http and floor.row.http.get("load"):
-        ceiling_rps = {b["scenario"]: b.get("rps") for b in floor.row.http["load"]}
-        results.load_ceiling = {"server": floor.row.name, "load": floor.row.http["load"]}
-        for server in servers:
-            for block in (server.row.http or {}).get("load") or []:
-                block["ceiling_rps"] = ceiling_rps.get(block["scenario"])
+    floor_blocks = (floor.row.http or {}).get("load") if floor is not None else None
+    tops = {b["scenario"]: b for b in floor_blocks or []}
+    if tops:
+        results.load_ceiling = {"server": floor.row.name, "load": floor_blocks}
+    for server in servers + ([floor] if tops and floor not in servers else []):
+        for block in (server.row.http or {}).get("load") or []:
+            block.update(load.engine_bound(block, tops.get(block["scenario"])))
     for server in servers:
         blocks = (server.row.http or {}).get("load") or []
         errors = {b["scenario"]: b["errors"]["total"] for b in blocks if b["errors"]["total"]}
         if errors:
             server.row.warnings.append(warn.load_errors(errors))
-        bound = [b["scenario"] for b in blocks if b.get("generator_bound")]
+        bound = {b["scenario"]: b["rps"] for b in blocks if b["engine_bound"]}
         if bound:
-            server.row.warnings.append(warn.load_bound(bound))
+            server.row.warnings.append(warn.load_bound(bound, floor.row.name))
 
 
 def _load(server: Server, settings: Settings) -> None:

@@ -14,8 +14,14 @@ pooled unrounded times of every finished request (errors included: a timeout cou
 full wait), never an average of percentiles; Locust's own histogram is stored as it is
 (it rounds to whole ms under 100 ms, to 10 ms under 1 s), and a seeded draw of at most
 SAMPLES times is stored for compare. Errors by class; the server tree's CPU% (100 = one
-core) and RSS, and the engine's CPU%, sampled every SAMPLE_S. The engine is
-load-generator bound when its CPU reached BOUND of the cores it was given.
+core) and RSS, and the engine's CPU%, sampled every SAMPLE_S. ``rate_missed`` (the paced
+scenario): its rate fell short of the asked one by more than LOAD_PACE_MISS.
+
+Whether the engine set the rate (``engine_bound``) comes from the run's own evidence: the
+ceiling, the same scenario with the same users against the HTTP floor in this run (a server
+an independent load tool drives many times faster than this engine: benchmarks/load_check.py
+shows it), is the engine's own maximum; a block at LOAD_BOUND of it or more is engine-bound and
+its rate a lower bound of the server's (``engine_bound``, LOAD_BOUND).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 
 import psutil
 
+from ..defaults import LOAD_BOUND, LOAD_PACE_MISS
 from ..endpoint import Endpoint
 from ..transports.http import affinity
 from ..wire import SMALL_TEXT, ToolCall
@@ -45,8 +52,6 @@ SAMPLES = 100
 """Latency times stored per scenario (a seeded random draw), enough for compare's exact
 test and small enough for it to stay fast."""
 SAMPLE_S = 0.25
-BOUND = 0.9
-"""The engine counts as saturated at 90% of its cores' time (Locust itself warns from 90%)."""
 START_S = 30.0
 """How long the engine may take beyond its own bounds (start-up, writing) before it is
 killed."""
@@ -124,25 +129,36 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
             raise LoadError(f"the load engine (Locust {version}) exited with "
                             f"{engine.returncode} and no records; it said: {tail or 'nothing'}")
         data = json.loads(output.read_text())
-    block = summarize(data, samples)
+    block = summarize(data, samples, settings.load_rate if scenario == "rate" else None)
     block.update(engine=f"locust {version}", scenario=scenario, users=users,
                  duration_s=duration, timeout_s=timeout,
-                 rate=settings.load_rate if scenario == "rate" else None,
                  pinned_cpus={"server": sorted(server_cpus) if server_cpus else None,
                               "engine": sorted(engine_cpus) if engine_cpus else None},
-                 ceiling_rps=None)
-    engine_cores = len(engine_cpus) if engine_cpus else os.cpu_count() or 1
-    block["generator_bound"] = (block["engine_cpu_percent"] is not None
-                                and block["engine_cpu_percent"] >= BOUND * 100 * engine_cores)
+                 ceiling_rps=None, ceiling_ratio=None, engine_bound=None)
     return block
 
 
-def summarize(data: dict, samples: list[tuple]) -> dict:
+def engine_bound(block: dict, ceiling: dict | None) -> dict:
+    """``{ceiling_rps, ceiling_ratio, engine_bound}`` of ``block`` against ``ceiling``, the
+    same scenario's block on the HTTP floor in this run (None: no ceiling was measured; the
+    floor's own block is its own ceiling). Engine-bound: ``rps >= LOAD_BOUND * ceiling_rps``
+    (LOAD_BOUND says why), except where the floor kept the asked pace: then the pace, not the
+    engine, set both rates. ``engine_bound`` is None (unknown) without both rates."""
+    rps, top = block.get("rps"), (ceiling or {}).get("rps")
+    if rps is None or not top:
+        return {"ceiling_rps": top, "ceiling_ratio": None, "engine_bound": None}
+    paced = ceiling.get("rate_missed") is False
+    return {"ceiling_rps": top, "ceiling_ratio": rps / top,
+            "engine_bound": not paced and rps >= LOAD_BOUND * top}
+
+
+def summarize(data: dict, samples: list[tuple], rate: float | None = None) -> dict:
     """The figures of one run from the engine's records and mcpstart's samples (module doc):
-    ``{requests, rps, latency_ms: {n, p50, p95, p99, mean, samples, histogram, source},
-    by_request: {name: {n, p50, p95, p99, mean, errors}}, errors: {total, by_class,
-    examples}, in_flight_at_end, unfinished,
-    cpu_percent, rss_bytes, engine_cpu_percent, usage}``."""
+    ``{requests, rps, rate, rate_missed, latency_ms: {n, p50, p95, p99, mean, samples,
+    histogram, source}, by_request: {name: {n, p50, p95, p99, mean, errors}}, errors:
+    {total, by_class, examples}, in_flight_at_end, unfinished, cpu_percent, rss_bytes,
+    engine_cpu_percent, usage}``; ``rate``: the paced scenario's asked requests/s (None:
+    unpaced; then ``rate_missed`` is None too)."""
     start, deadline = data["window"]["start"], data["window"]["deadline"]
     records = data["records"]
     ends = [(r, r[1] + r[2] / 1000) for r in records]
@@ -160,9 +176,10 @@ def summarize(data: dict, samples: list[tuple]) -> dict:
     names = sorted({r[0] for r in records})
     window = (deadline - start) if start is not None else None
     used = [s for s in samples if start is not None and start <= s[0] <= deadline]
+    rps = len(done) / window if window else None
     return {
-        "requests": len(records) + len(unfinished),
-        "rps": len(done) / window if window else None,
+        "requests": len(records) + len(unfinished), "rps": rps, "rate": rate,
+        "rate_missed": None if rate is None or rps is None else rps < (1 - LOAD_PACE_MISS) * rate,
         "latency_ms": {**_percentiles(times),
                        "samples": random.Random(0).sample(times, min(SAMPLES, len(times))),
                        "histogram": data["histogram"],
