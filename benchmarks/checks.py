@@ -37,7 +37,7 @@ def verdict(name: str, figure: str, mine: float, theirs: float, met: bool,
     """One output line: server, figure, mcpstart's value, the independent one, their ratio
     and met/MISSED against the check's target."""
     ratio = mine / theirs if theirs else float("nan")
-    return (f"{name:16} {figure:12} {_number(mine)}{unit:>3} {_number(theirs)}{unit:>3} "
+    return (f"{name:16} {figure:17} {_number(mine)} {unit:3} {_number(theirs)} {unit:3} "
             f"{ratio:7.4f}  {'met' if met else 'MISSED'}")
 
 
@@ -46,5 +46,5 @@ def _number(value: float) -> str:
 
 
 def header(what: str) -> str:
-    return (f"{'server':16} {'figure':12} {'mcpstart':>14}{'':3} {what:>14}{'':3} "
+    return (f"{'server':16} {'figure':17} {'mcpstart':>14}{'':4} {what:>14}{'':4} "
             f"{'ratio':>7}  target")

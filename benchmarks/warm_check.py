@@ -85,7 +85,7 @@ def main() -> None:
         figures = compare(command, transport, args.rounds, args.calls)
         (mine50, mine95), (theirs50, theirs95) = figures["mcpstart"], figures["plain"]
         print(verdict(name, "p50", mine50, theirs50, met(mine50, theirs50), "ms"))
-        print(f"{name:16} {'p95':12} {mine95:14,.3f} ms {theirs95:14,.3f} ms "
+        print(f"{name:16} {'p95':17} {mine95:14,.3f} ms  {theirs95:14,.3f} ms  "
               f"{mine95 / theirs95:7.4f}  (shown)")
     print(f"{load_average()} at the end")
 
