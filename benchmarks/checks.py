@@ -3,6 +3,7 @@ mcpstart's build cache, and the line each check prints per server and figure."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -10,6 +11,16 @@ from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 
 RECIPES = Path(__file__).parent.parent / "build-recipes"
+
+
+def arguments(doc: str, **counts: int) -> argparse.Namespace:
+    """The command line of a check: ``--rounds`` and its other counts (``name=default``, each
+    an integer option), then the recipe NAMES."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    for name, default in counts.items():
+        parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("names", nargs="*")
+    return parser.parse_args()
 
 
 def reference_builds(names: list[str]) -> dict[str, tuple[str, object]]:
@@ -46,5 +57,6 @@ def _number(value: float) -> str:
 
 
 def header(what: str) -> str:
+    """The column heads of ``verdict``'s lines; ``what`` names the independent method."""
     return (f"{'server':16} {'figure':17} {'mcpstart':>14}{'':4} {what:>14}{'':4} "
             f"{'ratio':>7}  target")

@@ -19,12 +19,11 @@ NAMES: reference recipes (default: all, stdio and HTTP). Each session settles fo
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 from dataclasses import replace
 
-from checks import header, load_average, reference_builds, verdict
+from checks import arguments, header, load_average, reference_builds, verdict
 from mcpstart.measure.client import Skips
 from mcpstart.measure.settings import Settings
 from mcpstart.measure.warm import tool_session
@@ -103,15 +102,12 @@ def met(mine: int, theirs: int) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("names", nargs="*")
-    args = parser.parse_args()
+    args = arguments(__doc__, rounds=1)
     builds = reference_builds(args.names)
     print(f"{args.rounds} session(s) per server, servers in turn; target within "
           f"{TOLERANCE:.0%}; {load_average()} at start")
     print(header("/proc reader"))
-    for round_ in range(args.rounds):
+    for _ in range(args.rounds):
         for name, (transport, command) in builds.items():
             found = compare(command, transport)
             for figure in FIGURES:

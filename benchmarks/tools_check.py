@@ -17,7 +17,6 @@ NAMES: reference recipes (default: all, stdio and HTTP).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import hashlib
 import importlib.resources
@@ -29,7 +28,7 @@ from functools import cache
 from pathlib import Path
 
 import raw_mcp
-from checks import header, load_average, reference_builds, verdict
+from checks import arguments, header, load_average, reference_builds, verdict
 from mcpstart.measure import tokens
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
@@ -117,10 +116,7 @@ def compare(command, transport: str) -> dict[str, dict[str, int]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("names", nargs="*")
-    args = parser.parse_args()
+    args = arguments(__doc__, rounds=1)
     builds = reference_builds(args.names)
     print(f"{args.rounds} round(s), servers in turn; target: equal; {load_average()} at start")
     print(header("raw + tiktoken"))

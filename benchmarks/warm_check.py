@@ -14,12 +14,11 @@ NAMES: reference recipes (default: all, stdio and HTTP).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 from dataclasses import replace
 
 import raw_mcp
-from checks import header, load_average, reference_builds, verdict
+from checks import arguments, header, load_average, reference_builds, verdict
 from mcpstart.measure import spawn
 from mcpstart.measure.client import initialize_result
 from mcpstart.measure.settings import Settings
@@ -72,11 +71,7 @@ def met(mine: float, theirs: float) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--calls", type=int, default=100)
-    parser.add_argument("names", nargs="*")
-    args = parser.parse_args()
+    args = arguments(__doc__, rounds=4, calls=100)
     builds = reference_builds(args.names)
     print(f"{args.rounds} sessions of {args.calls} calls per method and server, alternating; "
           f"target p50 <= {RATIO:.2f}x + {SLACK_MS} ms; {load_average()} at start")
