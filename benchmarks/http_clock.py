@@ -96,6 +96,32 @@ def mcpstart_warm(command, settings: Settings, calls: int) -> list[float]:
         session.shutdown()
 
 
+def one_round(binary: Path, command, settings: Settings,
+              round_: int) -> tuple[list[float], list[float]]:
+    """One run of each client and kind of start (cold, stateless; which goes first turns
+    with ``round_``): (the C client's phases, mcpstart's), in PHASES' order (mcpstart has no
+    modern_port: None)."""
+    order = ("cold", "modern") if round_ % 2 == 0 else ("modern", "cold")
+    theirs = {mode: c_run(binary, mode, command, settings.pause_ms) for mode in order}
+    mine = {mode: mcpstart_run(mode, command, settings) for mode in order}
+    return theirs["cold"] + theirs["modern"], mine["cold"] + mine["modern"]
+
+
+def medians(c_runs: list[list[float]], our_runs: list[list[float]]) -> dict:
+    """phase -> (the C client's median ms, mcpstart's), for the phases mcpstart times."""
+    found = {}
+    for index, phase in enumerate(PHASES):
+        mine = [run[index] for run in our_runs if run[index] is not None]
+        if mine:
+            found[phase] = (statistics.median(run[index] for run in c_runs),
+                            statistics.median(mine))
+    return found
+
+
+def met(theirs: float, mine: float) -> bool:
+    return mine <= RATIO * theirs + SLACK_MS
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*")
@@ -117,27 +143,19 @@ def main() -> None:
         c_times = {name: [] for name in builds}
         ours = {name: [] for name in builds}
         for round_ in range(args.rounds):
-            order = ("cold", "modern") if round_ % 2 == 0 else ("modern", "cold")
             for name, command in builds.items():  # each start follows each kind as often
-                theirs = {mode: c_run(binary, mode, command, settings.pause_ms) for mode in order}
-                mine = {mode: mcpstart_run(mode, command, settings) for mode in order}
-                c_times[name].append(theirs["cold"] + theirs["modern"])
-                ours[name].append(mine["cold"] + mine["modern"])
+                theirs, mine = one_round(binary, command, settings, round_)
+                c_times[name].append(theirs)
+                ours[name].append(mine)
         print(f"{args.rounds} rounds per server, interleaved (C client, then mcpstart); pause "
               f"{settings.pause_ms:g} ms; load average at the end "
               f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
         print(f"{'server':16} {'phase':18} {'C ms':>9} {'mcpstart ms':>12} {'ratio':>7} "
               f"{'diff ms':>8}  target")
         for name in builds:
-            for index, phase in enumerate(PHASES):
-                theirs = statistics.median(run[index] for run in c_times[name])
-                mine = [run[index] for run in ours[name] if run[index] is not None]
-                if not mine:
-                    continue
-                mine = statistics.median(mine)
-                met = mine <= RATIO * theirs + SLACK_MS
+            for phase, (theirs, mine) in medians(c_times[name], ours[name]).items():
                 print(f"{name:16} {phase:18} {theirs:9.3f} {mine:12.3f} {mine / theirs:7.3f} "
-                      f"{mine - theirs:+8.3f}  {'met' if met else 'MISSED'}")
+                      f"{mine - theirs:+8.3f}  {'met' if met(theirs, mine) else 'MISSED'}")
         print(f"\nthe client's share: {args.calls} stateless tools/call on one kept-alive "
               "connection, median ms")
         print(f"{'server':16} {'C client':>9} {'mcpstart':>9} {'share':>8}")

@@ -45,6 +45,34 @@ def mcpstart_ms(command, pause_ms: float) -> tuple[float, float]:
     return sample["handshake"], sample["shutdown"].ms
 
 
+def compile_harness(folder: Path) -> Path:
+    """benchmarks/harness.c built with ``cc -O2`` into ``folder``."""
+    binary = folder / "harness"
+    subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "harness.c")], check=True)
+    return binary
+
+
+def one_round(binary: Path, command, runs: int, warmup: int,
+              pause_ms: float) -> tuple[float, float, list[float]]:
+    """``warmup + runs`` cold starts of each method, interleaved run by run (harness, then
+    mcpstart): (the harness's median ms, mcpstart's median ms, mcpstart's shutdown ms), of
+    the counted runs."""
+    times_h, times_m, shutdowns = [], [], []
+    for run in range(warmup + runs):
+        h = harness_ms(binary, command, pause_ms)
+        m, shutdown = mcpstart_ms(command, pause_ms)
+        if run >= warmup:
+            times_h.append(h)
+            times_m.append(m)
+            shutdowns.append(shutdown)
+    return statistics.median(times_h), statistics.median(times_m), shutdowns
+
+
+def met(harness: float, mine: float) -> bool:
+    """The target: at most 1.05x the harness + 0.05 ms, and not below 0.85x."""
+    return mine <= 1.05 * harness + 0.05 and mine / harness >= 0.85
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
@@ -57,8 +85,7 @@ def main() -> None:
 
     recipes = load_recipes(HERE.parent / "build-recipes", args.names or None)
     with tempfile.TemporaryDirectory() as folder:
-        binary = Path(folder) / "harness"
-        subprocess.run(["cc", "-O2", "-o", str(binary), str(HERE / "harness.c")], check=True)
+        binary = compile_harness(Path(folder))
         commands = {}
         for recipe in recipes:
             build = ensure_built(recipe, cache_root(args.cache_dir))
@@ -75,21 +102,13 @@ def main() -> None:
         for name, command in commands.items():
             rounds_h, rounds_m, shutdowns = [], [], []
             for _ in range(args.rounds):
-                times_h, times_m = [], []
-                for run in range(args.warmup + args.runs):
-                    h = harness_ms(binary, command, args.pause_ms)
-                    m, shutdown = mcpstart_ms(command, args.pause_ms)
-                    if run >= args.warmup:
-                        times_h.append(h)
-                        times_m.append(m)
-                        shutdowns.append(shutdown)
-                rounds_h.append(statistics.median(times_h))
-                rounds_m.append(statistics.median(times_m))
+                h, m, ended = one_round(binary, command, args.runs, args.warmup, args.pause_ms)
+                rounds_h.append(h)
+                rounds_m.append(m)
+                shutdowns += ended
             h, m = statistics.median(rounds_h), statistics.median(rounds_m)
-            ratio = m / h
-            met = m <= 1.05 * h + 0.05 and ratio >= 0.85
-            print(f"{name:<12}{h:>12.3f}{m:>13.3f}{ratio:>8.3f}{m - h:>+9.3f}  "
-                  f"{'met' if met else 'NOT met'}")
+            print(f"{name:<12}{h:>12.3f}{m:>13.3f}{m / h:>8.3f}{m - h:>+9.3f}  "
+                  f"{'met' if met(h, m) else 'NOT met'}")
             if name == "c":
                 print(f"{'':<12}shutdown (stdin closed to exit, pidfd): median "
                       f"{statistics.median(shutdowns):.3f} ms, max {max(shutdowns):.3f} ms")

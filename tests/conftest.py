@@ -2,6 +2,7 @@
 transport, and toy recipes written as real TOML files."""
 
 import copy
+import importlib
 import os
 import shutil
 import sys
@@ -19,6 +20,7 @@ from mcpstart.transports.session import Session, SessionError, Waits
 from mcpstart.transports.stdio import StdioTransport
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
+BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
 REQUIRE_ALL = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 
 TOY_RECIPE = {
@@ -77,6 +79,15 @@ def require_programs(*programs: str) -> None:
     missing = [p for p in programs if shutil.which(p) is None]
     if missing:
         unavailable(f"not found: {', '.join(missing)}")
+
+
+def benchmark(name: str):
+    """The script benchmarks/NAME.py as a module, for a test that runs its check once.
+    benchmarks/ is not a package: its folder goes first on sys.path, as when a script runs,
+    so the scripts' imports of each other resolve the same way."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
 
 
 def fake_command(*switches: str, env: dict | None = None) -> Command:

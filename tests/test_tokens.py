@@ -2,22 +2,17 @@
 the same encoding (tiktoken, OpenAI's own, fed the o200k_base ranks bpe-openai ships: tiktoken
 checks their SHA-256 against the one it pins, so the ranks are the real encoding's)."""
 
-import gzip
-import hashlib
-import importlib.resources
 import json
 
 import pytest
 
 from mcpstart.measure import tokens
 
-from conftest import unavailable
+from conftest import benchmark, unavailable
 
 REVERSE_TEXT = [{"name": "reverse_text", "description": "Reverse a text.",
                  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
                                  "required": ["text"]}}]
-O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
-"""The address tiktoken loads o200k_base from; its cache file is named by this address's SHA-1."""
 
 TOOL_LISTS = [
     REVERSE_TEXT,
@@ -43,24 +38,13 @@ def require_tokenizer():
 
 
 @pytest.fixture(scope="module")
-def tiktoken_o200k(tmp_path_factory):
-    """tiktoken's o200k_base, loaded offline from the ranks bpe-openai ships."""
-    tiktoken = _import_tiktoken()
-    ranks = gzip.decompress((importlib.resources.files("bpe_openai") / "data"
-                             / "o200k_base.tiktoken.gz").read_bytes())
-    cache = tmp_path_factory.mktemp("tiktoken")
-    (cache / hashlib.sha1(O200K_URL.encode()).hexdigest()).write_bytes(ranks)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-        return tiktoken.get_encoding("o200k_base")
-
-
-def _import_tiktoken():
+def tiktoken_o200k():
+    """tiktoken's o200k_base, loaded offline from the ranks bpe-openai ships (the tool figures'
+    check, benchmarks/tools_check.py, counts with the same)."""
     try:
-        import tiktoken
-    except ImportError:
-        unavailable("tiktoken is not installed (the test extra has it)")
-    return tiktoken
+        return benchmark("tools_check").o200k()
+    except ImportError as err:
+        unavailable(f"{err.name} is not installed (the test extra has it)")
 
 
 def test_the_reference_tool_in_openais_shape_and_its_count():

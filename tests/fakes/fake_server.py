@@ -88,9 +88,10 @@ parser.add_argument("--flood", type=int, default=0, metavar="N",
                          "notifications/progress for a token nobody asked for")
 parser.add_argument("--no-tools-capability", action="store_true",
                     help="initialize declares capabilities {} (tools/list still answers)")
-parser.add_argument("--launcher-frees", default=None, metavar="MIB:SECONDS",
-                    help="a launcher: the spawned process holds MIB, serves through its child, "
-                         "and frees the MIB SECONDS after the start (as uv does)")
+parser.add_argument("--launcher-frees", default=None, metavar="MIB:SECONDS[,MIB:SECONDS]",
+                    help="a launcher: the spawned process holds a block of MIB per step, serves "
+                         "through its child, and frees each block SECONDS after the start (as "
+                         "uv does, in one step or two)")
 parser.add_argument("--no-reverse-tool", action="store_true",
                     help="list count ({n: integer}) and now (no arguments), not reverse_text")
 parser.add_argument("--grow-on-small", type=int, default=0, metavar="MIB",
@@ -386,12 +387,12 @@ def main() -> None:
     if args.launcher_frees:
         child = os.fork()
         if child:
-            mib, seconds = args.launcher_frees.split(":")
-            block = bytearray(int(mib) << 20)
-            for i in range(0, len(block), 4096):
-                block[i] = 1
-            time.sleep(float(seconds))
-            del block
+            start = time.monotonic()
+            steps = [step.split(":") for step in args.launcher_frees.split(",")]
+            blocks = [bytearray(b"\1" * (int(mib) << 20)) for mib, _ in steps]  # touched
+            for _, seconds in steps:
+                time.sleep(max(0.0, start + float(seconds) - time.monotonic()))
+                del blocks[0]
             _, status = os.waitpid(child, 0)
             os._exit(os.waitstatus_to_exitcode(status))
     if args.helper_mib:

@@ -1,0 +1,94 @@
+"""End to end: each independent check of benchmarks/ run once on the floor server, with bounds
+loose enough for a busy machine, tight enough that a 2x error fails (mcpstart within LOOSE times
+the independent figure, either way, plus the target's absolute slack; memory within twice its
+tolerance): the handshake
+(overhead.py, the C harness), the warm round trip (warm_check.py, a plain client), idle memory
+(memory_check.py, a /proc reader; on go), tool count, bytes and tokens (tools_check.py, a raw probe
+and tiktoken; equal) and the HTTP phases (http_clock.py, the C client). Builds come from
+mcpstart's cache, as the scripts take them."""
+
+from dataclasses import replace
+
+import pytest
+
+from mcpstart.measure.settings import Settings
+from mcpstart.targets.build import cache_root, ensure_built
+from mcpstart.targets.recipes import load_recipes
+from mcpstart.transports.http import HttpTransport
+
+from conftest import BENCHMARKS, benchmark, require_programs, unavailable
+
+pytestmark = pytest.mark.e2e
+
+
+LOOSE = 1.5
+
+
+def near(mine: float, theirs: float, slack_ms: float) -> bool:
+    return theirs / LOOSE - slack_ms <= mine <= LOOSE * theirs + slack_ms
+
+
+@pytest.fixture(scope="module")
+def built():
+    """name -> Command of the floor servers (c, c-http) and of go, built or from the cache."""
+    commands = {}
+    for recipe in load_recipes(BENCHMARKS.parent / "build-recipes", ["c", "c-http", "go"]):
+        build = ensure_built(recipe, cache_root())
+        if not build.ok:
+            unavailable(f"{recipe.name}: {build.reason}")
+        commands[recipe.name] = build.command()
+    return commands
+
+
+def test_the_handshake_against_the_c_harness(built, tmp_path):
+    require_programs("cc")
+    overhead = benchmark("overhead")
+    binary = overhead.compile_harness(tmp_path)
+    harness, mine, shutdowns = overhead.one_round(binary, built["c"], runs=8, warmup=3,
+                                                  pause_ms=50)
+    assert near(mine, harness, 0.05)
+    assert len(shutdowns) == 8
+
+
+def test_the_warm_round_trip_against_a_plain_client(built):
+    warm = benchmark("warm_check")
+    found = warm.compare(built["c"], "stdio", rounds=2, calls=30)
+    (mine, _), (theirs, _) = found["mcpstart"], found["plain"]
+    assert 0 < mine and near(mine, theirs, warm.SLACK_MS)
+
+
+def test_idle_memory_against_a_proc_reader(built):
+    """On go: the C floor's PSS is a few pages, which other copies of the same binary (other
+    runs on the machine) shift by more than 2% between two readings."""
+    memory = benchmark("memory_check")
+    found = memory.compare(built["go"], "stdio")
+    assert found["pids"][0] == found["pids"][1]
+    for figure in memory.FIGURES:
+        mine, theirs = found["mcpstart"][figure], found["reader"][figure]
+        assert abs(mine - theirs) <= 2 * memory.TOLERANCE * theirs, figure
+
+
+def test_tool_figures_against_a_raw_probe_and_tiktoken(built):
+    try:
+        import bpe_openai, tiktoken  # noqa: F401
+    except ImportError as err:
+        unavailable(f"{err.name} is not installed (the test extra has it)")
+    tools = benchmark("tools_check")
+    found = tools.compare(built["c"], "stdio")
+    assert found["mcpstart"] == found["raw"]
+    assert found["raw"]["count"] == 1 and found["raw"]["tokens"] > 20
+
+
+def test_the_http_phases_against_the_c_client(built, tmp_path):
+    clock = benchmark("http_clock")
+    binary = clock.compile_client(tmp_path)
+    settings = replace(Settings(), spawner=lambda command: HttpTransport(command))
+    c_runs, our_runs = [], []
+    for round_ in range(4):
+        theirs, mine = clock.one_round(binary, built["c-http"], settings, round_)
+        c_runs.append(theirs)
+        our_runs.append(mine)
+    found = clock.medians(c_runs, our_runs)
+    assert set(found) == set(clock.PHASES) - {"modern_port"}
+    for phase, (theirs, mine) in found.items():
+        assert near(mine, theirs, clock.SLACK_MS), phase
