@@ -171,7 +171,7 @@ class ScriptedTransport(Transport):
         deadline = self.now_s + max(timeout_s, 0)
         quiet_until = self.now_s + (quiet_s or 0)
         while True:
-            if quiet_s is not None and self._lines.partial:
+            if quiet_s is not None and self._lines.pending:
                 until = min(deadline, quiet_until)
             else:
                 until = deadline

@@ -48,8 +48,15 @@ class LineBuffer:
         return frames
 
     @property
+    def pending(self) -> int:
+        """How many bytes follow the last newline so far (no copy: a reader may ask after
+        every chunk of a long line without its cost growing with the line)."""
+        return len(self._partial)
+
+    @property
     def partial(self) -> bytes:
-        """The bytes after the last newline so far."""
+        """A copy of the bytes after the last newline so far (for a diagnosis, not per
+        chunk: see ``pending``)."""
         return bytes(self._partial)
 
     def end(self, at_ns: int) -> list[Frame]:

@@ -328,7 +328,7 @@ class StdioTransport(Transport):
             if not fds:
                 return []
             wait = deadline - time.monotonic()
-            if quiet_s is not None and self._lines.partial:
+            if quiet_s is not None and self._lines.pending:
                 wait = min(wait, quiet_until - time.monotonic())
             received = self.received_bytes
             events = poller.poll(max(wait, 0) * 1000)
@@ -340,7 +340,7 @@ class StdioTransport(Transport):
                 quiet_until = now + quiet_s
             if frames or stop or now >= deadline:
                 return frames
-            if quiet_s is not None and self._lines.partial and now >= quiet_until:
+            if quiet_s is not None and self._lines.pending and now >= quiet_until:
                 return []
 
     def handle(self, events: list[tuple[int, int]], woke_ns: int) -> tuple[list[Frame], bool]:

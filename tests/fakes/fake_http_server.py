@@ -32,6 +32,8 @@ parser.add_argument("--session-mib", type=int, default=0,
                     help="hold this many MiB (pages touched) per open session, freed by DELETE")
 parser.add_argument("--no-answer-stream", action="store_true",
                     help="end the event stream without the answer")
+parser.add_argument("--pad-answer", type=int, default=0, metavar="BYTES",
+                    help="every tools/call answer carries BYTES more in structuredContent")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
@@ -57,6 +59,8 @@ def result_for(message: dict, modern: bool):
     if method == "tools/call":
         text = (params.get("arguments") or {}).get("text", "")
         out = {"content": [{"type": "text", "text": text[::-1]}], "isError": False}
+        if args.pad_answer:
+            out["structuredContent"] = {"padding": "x" * args.pad_answer}
         return {**out, "resultType": "complete"} if modern else out
     if method == "ping":
         return {}
