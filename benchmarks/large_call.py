@@ -98,18 +98,20 @@ def status_kib(pid: int, key: str) -> int | None:
 
 class TreeSampler:
     """Samples the summed VmRSS of ``root``'s tree every ``interval_s`` in a thread (a context
-    manager); ``peak`` in bytes, ``pids`` every process seen."""
+    manager; the tree found again every ``RESCAN_S``); ``peak`` in bytes."""
+
+    RESCAN_S = 0.05
 
     def __init__(self, root: int, interval_s: float):
-        self.root, self.interval_s = root, interval_s
-        self.peak, self.pids = 0, set()
+        self.root, self.interval_s, self.peak = root, interval_s, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        rescan = 0.0
         while not self._stop.is_set():
-            pids = tree(self.root)
-            self.pids.update(pids)
+            if time.monotonic() >= rescan:
+                pids, rescan = tree(self.root), time.monotonic() + self.RESCAN_S
             self.peak = max(self.peak, sum((status_kib(p, "VmRSS") or 0) for p in pids) << 10)
             self._stop.wait(self.interval_s)
 
@@ -122,19 +124,28 @@ class TreeSampler:
         self._thread.join()
 
 
-def proc_peak(root: int, call, interval_s: float) -> tuple[object, int, str]:
-    """Run ``call()`` with ``root``'s tree watched: (its value, the peak bytes, "vmhwm" or
-    "sampled") as the module doc says."""
-    pids = tree(root)
+def reset_marks(pids: list[int]) -> None:
+    """Reset each process's VmHWM (``5`` to /proc/PID/clear_refs, Linux >= 4.0)."""
     for pid in pids:
         with open(f"/proc/{pid}/clear_refs", "w") as handle:
             handle.write("5")
+
+
+def proc_peak(root: int, call, interval_s: float) -> tuple[float, int, str]:
+    """``call()`` (the timed call: its ms) with nothing of this script beside it and every
+    VmHWM of ``root``'s tree reset before; returns (its ms, the peak bytes, "vmhwm" or
+    "sampled"): the mark of a one-process tree, else the tree's sampled RSS during a second
+    ``call()`` (so processes born and gone inside it are seen)."""
+    pids = tree(root)
+    reset_marks(pids)
+    ms = call()
+    mark = status_kib(root, "VmHWM")
+    if len(pids) == 1 and tree(root) == pids:
+        return ms, mark << 10, "vmhwm"
+    reset_marks(tree(root))
     with TreeSampler(root, interval_s) as sampler:
-        value = call()
-        marks = [status_kib(pid, "VmHWM") for pid in pids]
-    if len(sampler.pids) == 1 and marks[0] is not None:
-        return value, marks[0] << 10, "vmhwm"
-    return value, sampler.peak, "sampled"
+        call()
+    return ms, sampler.peak, "sampled"
 
 
 # ----- the plain clients -----------------------------------------------------------------

@@ -577,6 +577,17 @@ class HttpTransport(Transport):
         return bool(processes.alive())
 
     def partial(self) -> bytes:
+        """The body of an answer to a request begun and not finished: a JSON body's bytes so
+        far, or the data of an event not yet dispatched (sse.EventStream.unfinished); b""
+        when none."""
+        for conn in self._connections:
+            exchange = conn.exchange
+            if exchange is None or exchange.kind != "request" or exchange.status is None:
+                continue
+            held = (exchange.stream.unfinished if exchange.stream is not None
+                    else bytes(exchange.buffer))
+            if held:
+                return held
         return b""
 
     framed_by_lines = False

@@ -83,6 +83,14 @@ class EventStream:
         """How many bytes of a line not yet ended are held."""
         return len(self._rest)
 
+    @property
+    def unfinished(self) -> bytes:
+        """The data of the event not yet dispatched, a data line still arriving included
+        (its field name removed), joined with LF; b"" when none."""
+        rest = bytes(self._rest)
+        parts = self._data + ([rest[5:].removeprefix(b" ")] if rest.startswith(b"data:") else [])
+        return b"\n".join(parts)
+
     def _line(self, line: bytes) -> Event | None:
         if not line:
             return self._dispatch()

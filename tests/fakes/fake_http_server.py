@@ -34,6 +34,8 @@ parser.add_argument("--no-answer-stream", action="store_true",
                     help="end the event stream without the answer")
 parser.add_argument("--pad-answer", type=int, default=0, metavar="BYTES",
                     help="every tools/call answer carries BYTES more in structuredContent")
+parser.add_argument("--stall-after", type=int, default=None, metavar="BYTES",
+                    help="write only the first BYTES of a tools/call answer's body, then stall")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
@@ -75,6 +77,7 @@ def header_name(value: str) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    stalls = False
 
     def log_message(self, *_):  # a quiet server
         pass
@@ -87,6 +90,10 @@ class Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        if args.stall_after is not None and self.stalls:
+            self.wfile.write(body[:args.stall_after])
+            self.wfile.flush()
+            time.sleep(600)
         self.wfile.write(body)
 
     def error(self, status: int, rpc_id, code: int, message: str) -> None:
@@ -138,6 +145,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(404 if sid else 400, None, -32001, "Session not found")
         if rpc_id is None:
             return self.reply(202, b"", "text/plain")
+        self.stalls = method == "tools/call"
         if method == "tools/call":
             if args.exit_on_call:
                 os._exit(3)
