@@ -154,3 +154,32 @@ def test_an_http_answer_cut_short_is_named_with_its_bytes(switches):
         assert "buffer" not in cause and "stdin" not in cause
     finally:
         session.shutdown()
+
+
+SIXTY_EIGHT_MB = 68_000_000
+"""A valid answer on one line, under the line limit (framing.MAX_LINE_BYTES), that took longer
+than any timeout when each read copied the line read so far."""
+
+
+@pytest.mark.e2e
+def test_a_68_mb_answer_line_arrives_over_stdio():
+    session = start(fake_command("--pad-answer", str(SIXTY_EIGHT_MB)), initialize_request(REV))
+    try:
+        session.wait(1, 30)
+        outcome = call_tool(session, ToolCall(), "abc", 60)
+        assert outcome.text == "cba" and outcome.response.size_bytes > SIXTY_EIGHT_MB
+        assert len(outcome.result["structuredContent"]["padding"]) == SIXTY_EIGHT_MB
+    finally:
+        session.shutdown()
+
+
+@pytest.mark.e2e
+def test_a_68_mb_answer_arrives_over_http():
+    session = Session.start(HttpTransport(http_fake("--pad-answer", str(SIXTY_EIGHT_MB))),
+                            initialize_request(REV), wait_s=30, waits=WAITS)
+    try:
+        session.wait(1, 30)
+        outcome = call_tool(session, ToolCall(), "abc", 60)
+        assert outcome.text == "cba" and outcome.response.size_bytes > SIXTY_EIGHT_MB
+    finally:
+        session.shutdown()
