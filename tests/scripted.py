@@ -150,7 +150,7 @@ class ScriptedTransport(Transport):
         if first_message:
             self.send(first_message)
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, message: dict | None = None) -> None:
         if self._exit is not None or (not self._stdin_open and self._eof_sent):
             return
         if not self._stdin_open:  # the server closed its stdin: the pipe refuses the bytes

@@ -220,7 +220,7 @@ class Session:
         message = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        self.transport.send(jsonrpc.encode(message))
+        self.transport.send(jsonrpc.encode(message), message)
         self._last_sent_ns, self._last_what = self.transport.now_ns(), method
 
     def send_request(self, method: str, params: dict | None = None) -> int:
@@ -232,7 +232,7 @@ class Session:
                    "params": params if params is not None else {}}
         data = jsonrpc.encode(message)
         sent = self.transport.now_ns()
-        self.transport.send(data)
+        self.transport.send(data, message)
         self._pending[request_id] = (_what(message), sent)
         self._last_sent_ns, self._last_what = sent, _what(message)
         self._sent.add(request_id)
@@ -481,7 +481,7 @@ class Session:
         else:
             reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
             self.traffic.refused[method] += 1
-        self.transport.send(jsonrpc.encode(reply))
+        self.transport.send(jsonrpc.encode(reply), reply)
 
     # ----- diagnosis --------------------------------------------------------------------
     def stderr_tail(self) -> str:

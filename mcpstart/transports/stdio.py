@@ -259,10 +259,11 @@ class StdioTransport(Transport):
         self.pidfd = open_pidfd(self.pid)
 
     # ----- writing ---------------------------------------------------------------------
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, message: dict | None = None) -> None:
         """Queue ``data`` for the server's stdin and write as much as the pipe takes now; the
         rest goes out during later ``receive`` calls. Dropped once stdin is closed (noted in
-        ``input_refused_ns`` when the server closed it)."""
+        ``input_refused_ns`` when the server closed it). ``message`` is not needed: the line
+        is the message."""
         if self._stdin_close_requested:
             return
         if self._stdin < 0:
