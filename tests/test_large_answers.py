@@ -2,10 +2,13 @@
 event streams; a timeout's cause names what did arrive of the answer and blames block-buffered
 output only when no answer ever came while stdin was open."""
 
+import json
+
 import pytest
 
 from mcpstart.measure.client import call_tool
 from mcpstart.transports.framing import LineBuffer
+from mcpstart.transports import jsonrpc
 from mcpstart.transports.http import HttpTransport
 from mcpstart.transports.session import NoAnswer, Session, Waits
 from mcpstart.transports.sse import EventStream
@@ -152,6 +155,30 @@ def test_an_http_answer_cut_short_is_named_with_its_bytes(switches):
         assert "bytes of an unfinished message had arrived, beginning '{\"jsonrpc\": \"2.0\", " \
                "\"id\": 2, \"result\"" in cause
         assert "buffer" not in cause and "stdin" not in cause
+    finally:
+        session.shutdown()
+
+
+def test_an_http_request_is_sent_without_parsing_or_copying_its_bytes(monkeypatch):
+    session = Session.start(HttpTransport(http_fake()), initialize_request(REV), wait_s=10,
+                            waits=WAITS)
+    transport, text = session.transport, "ab" * (1 << 19)
+    encoded, written, parsed = [], [], []
+    real_encode, real_write, real_loads = jsonrpc.encode, transport._write, json.loads
+    monkeypatch.setattr(jsonrpc, "encode", lambda m: encoded.append(real_encode(m)) or encoded[-1])
+    monkeypatch.setattr(transport, "_write", lambda conn: written.extend(
+        v.obj for v in conn.out) or real_write(conn))
+    try:
+        session.wait(1, 10)
+        with monkeypatch.context() as during_send:
+            during_send.setattr(json, "loads", lambda s, *a, **k: parsed.append(len(s))
+                                or real_loads(s, *a, **k))
+            rpc_id = session.send_request("tools/call", ToolCall().params(text))
+        assert not [n for n in parsed if n > len(text)]  # the session's message, not re-read
+        big = [o for o in written if len(o) > len(text)]  # what went to the socket
+        assert big and all(o is encoded[-1] for o in big)  # the session's bytes, not a copy
+        answer = session.wait(rpc_id, 30).message
+        assert answer["result"]["content"][0]["text"] == text[::-1]
     finally:
         session.shutdown()
 
