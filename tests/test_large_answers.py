@@ -167,7 +167,7 @@ def test_an_http_request_is_sent_without_parsing_or_copying_its_bytes(monkeypatc
     real_encode, real_write, real_loads = jsonrpc.encode, transport._write, json.loads
     monkeypatch.setattr(jsonrpc, "encode", lambda m: encoded.append(real_encode(m)) or encoded[-1])
     monkeypatch.setattr(transport, "_write", lambda conn: written.extend(
-        v.obj for v in conn.out) or real_write(conn))
+        v.obj for v in conn.out.views) or real_write(conn))
     try:
         session.wait(1, 10)
         with monkeypatch.context() as during_send:

@@ -62,7 +62,7 @@ from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
-from .framing import MAX_LINE_BYTES
+from .framing import MAX_LINE_BYTES, Outbox
 from .http1 import Answers, request_head
 from .sse import EventStream
 from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
@@ -167,9 +167,7 @@ class _Connection:
         self.answers = Answers()
         self.connecting = connecting
         self.exchange: _Exchange | None = None
-        self.out: deque[memoryview] = deque()
-        """What is still to be written: the requests' heads and bodies, each as it was made
-        (``sendmsg`` writes them together without joining them)."""
+        self.out = Outbox()  # the requests' heads and bodies, each as it was made
         self.closed = False
         self.used = 0
 
@@ -550,7 +548,8 @@ class HttpTransport(Transport):
             return
         conn.exchange = exchange
         conn.used += 1
-        conn.out.extend(data)
+        for part in data:
+            conn.out.append(part)
         if not conn.connecting:
             self._write(conn)
 
@@ -569,23 +568,16 @@ class HttpTransport(Transport):
         return [memoryview(request_head("POST", self.endpoint.path, headers, len(body))), body]
 
     def _write(self, conn: _Connection) -> None:
-        """Write what the socket takes now of ``conn.out`` (one ``sendmsg``, head and body
-        gathered by the kernel, again while it takes more)."""
+        """Write what the socket takes now of ``conn.out`` (framing.Outbox)."""
         while conn.out:
             try:
-                sent = conn.sock.sendmsg(conn.out)
+                sent = conn.sock.sendmsg(conn.out.views)
             except BlockingIOError:
                 return
             except OSError as err:
                 self._lost(conn, f"the connection failed while sending: {err.strerror or err}")
                 return
-            while sent:
-                first = conn.out[0]
-                if sent < len(first):
-                    conn.out[0] = first[sent:]
-                    break
-                sent -= len(first)
-                conn.out.popleft()
+            conn.out.sent(sent)
 
     # ----- receiving -------------------------------------------------------------------
     @property
