@@ -233,7 +233,7 @@ def read_answer(response: http.client.HTTPResponse, rpc_id: int) -> tuple[bytes,
             data.append(line[5:].removeprefix(b" "))
         elif not line and data:
             event, data = b"\n".join(data), []
-            if json.loads(event).get("id") == rpc_id:
+            if event and json.loads(event).get("id") == rpc_id:  # empty: not dispatched
                 return event, at
 
 
