@@ -167,7 +167,7 @@ class ScriptedTransport(Transport):
         if first_message:
             self.send(first_message)
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, message: dict | None = None) -> None:
         if self._exit is not None or (not self._stdin_open and self._eof_sent):
             return
         if not self._stdin_open:  # the server closed its stdin: the pipe refuses the bytes
@@ -188,7 +188,7 @@ class ScriptedTransport(Transport):
         deadline = self.now_s + max(timeout_s, 0)
         quiet_until = self.now_s + (quiet_s or 0)
         while True:
-            if quiet_s is not None and self._lines.partial:
+            if quiet_s is not None and self._lines.pending:
                 until = min(deadline, quiet_until)
             else:
                 until = deadline

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from mcpstart.measure.client import initialize_result, result_of
 from mcpstart.transports.http import MAX_CONNECTIONS, HttpTransport
-from mcpstart.transports.http1 import MAX_HEAD_BYTES, Answers, request_bytes
+from mcpstart.transports.http1 import MAX_HEAD_BYTES, Answers, request_head
 from mcpstart.transports.session import Session, SessionError
 from mcpstart.wire import initialize_request
 
@@ -115,7 +115,8 @@ def test_an_error_after_an_answer_keeps_the_answer():
 
 def test_a_request_is_what_a_server_parses_and_no_field_can_break_it():
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
-    data = request_bytes("POST", "/mcp?x=1", [("Host", "[::1]:80"), ("Mcp-Name", "a b")], body)
+    data = request_head("POST", "/mcp?x=1", [("Host", "[::1]:80"), ("Mcp-Name", "a b")],
+                        len(body)) + body
 
     class Seen:
         def __init__(self):
@@ -136,9 +137,9 @@ def test_a_request_is_what_a_server_parses_and_no_field_can_break_it():
     for headers in ([("Mcp-Session-Id", "abc\r\nX-Injected: 1")], [("X", "a\nb")],
                     [("X", "nul\x00")], [("Bad Name", "v")], [("X", "\u4e16")]):
         with pytest.raises(ValueError, match="header"):
-            request_bytes("POST", "/mcp", headers, body)
+            request_head("POST", "/mcp", headers, len(body))
     with pytest.raises(ValueError, match="target"):
-        request_bytes("POST", "/m cp", [], body)
+        request_head("POST", "/m cp", [], len(body))
 
 
 # ----- the transport against a server played on a raw socket --------------------------

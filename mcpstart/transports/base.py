@@ -106,9 +106,11 @@ class Transport(ABC):
         """
 
     @abstractmethod
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, message: dict | None = None) -> None:
         """Queue ``data`` (one or more framed messages) for the server; dropped once the
-        server's input is closed."""
+        server's input is closed. ``message``: the one message ``data`` encodes, as the
+        session built it, for a transport that must know its id, method or params (HTTP's
+        headers) without parsing ``data`` again; a byte stream (stdio) ignores it."""
 
     @abstractmethod
     def receive(self, timeout_s: float, quiet_s: float | None = None) -> list[Frame]:

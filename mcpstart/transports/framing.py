@@ -1,8 +1,11 @@
 """The stdio transport's read buffer: bytes from stdout into newline-delimited frames, as the MCP
 specification's stdio transport prescribes (2025-11-25 and 2026-07-28, "Transports: stdio":
-messages are delimited by newlines and must not contain embedded newlines)."""
+messages are delimited by newlines and must not contain embedded newlines); and the write
+queue of both transports (``Outbox``)."""
 
 from __future__ import annotations
+
+from collections import deque
 
 from .base import Frame, FrameTooLong
 
@@ -48,8 +51,15 @@ class LineBuffer:
         return frames
 
     @property
+    def pending(self) -> int:
+        """How many bytes follow the last newline so far (no copy: a reader may ask after
+        every chunk of a long line without its cost growing with the line)."""
+        return len(self._partial)
+
+    @property
     def partial(self) -> bytes:
-        """The bytes after the last newline so far."""
+        """A copy of the bytes after the last newline so far (for a diagnosis, not per
+        chunk: see ``pending``)."""
         return bytes(self._partial)
 
     def end(self, at_ns: int) -> list[Frame]:
@@ -58,3 +68,32 @@ class LineBuffer:
             return []
         data, self._partial = bytes(self._partial), bytearray()
         return [Frame(data, at_ns, False)]
+
+
+class Outbox:
+    """Bytes queued for a pipe or a socket, kept as the views they were given: written with
+    one gathering call (``os.writev``, ``socket.sendmsg``) and never joined, so a request of
+    megabytes goes out from its maker's own bytes without a copy. False when empty."""
+
+    def __init__(self):
+        self.views: deque[memoryview] = deque()
+
+    def __bool__(self) -> bool:
+        return bool(self.views)
+
+    def append(self, data: bytes | memoryview) -> None:
+        if len(data):
+            self.views.append(memoryview(data))
+
+    def sent(self, count: int) -> None:
+        """Drop the first ``count`` bytes (what the gathering call wrote)."""
+        while count:
+            first = self.views[0]
+            if count < len(first):
+                self.views[0] = first[count:]
+                return
+            count -= len(first)
+            self.views.popleft()
+
+    def clear(self) -> None:
+        self.views.clear()

@@ -62,8 +62,8 @@ from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
-from .framing import MAX_LINE_BYTES
-from .http1 import Answers, request_bytes
+from .framing import MAX_LINE_BYTES, Outbox
+from .http1 import Answers, request_head
 from .sse import EventStream
 from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
 from .tree import ProcessSet, spawned
@@ -137,10 +137,11 @@ def affinity(cpus: frozenset[int] | None):
 class _Exchange:
     """One HTTP request and its answer as it arrives. ``kind``: "request", "notification",
     "response" (a reply to a server's request), "delete" (the session's end) or "raw" (bytes
-    that are no JSON message); ``rpc_id``/``method``: the JSON-RPC request's."""
+    that are no JSON message); ``rpc_id``/``method``: the JSON-RPC request's; ``body``: the
+    message's bytes as the session built them (a view: never copied)."""
 
     kind: str
-    body: bytes
+    body: bytes | memoryview
     headers: list[tuple[str, str]]
     rpc_id: object = None
     method: str | None = None
@@ -153,8 +154,9 @@ class _Exchange:
     done: bool = False
     session_id: str | None = None
     retried: bool = False
-    prepared: bytes | None = None
-    """The request's bytes, made before the clock for the first request of a spawn."""
+    prepared: list[memoryview] | None = None
+    """The request's buffers (``_encode``), made before the clock for the first request of a
+    spawn."""
 
 
 class _Connection:
@@ -165,7 +167,7 @@ class _Connection:
         self.answers = Answers()
         self.connecting = connecting
         self.exchange: _Exchange | None = None
-        self.out = bytearray()
+        self.out = Outbox()  # the requests' heads and bodies, each as it was made
         self.closed = False
         self.used = 0
 
@@ -342,19 +344,29 @@ class HttpTransport(Transport):
         self.pidfd = open_pidfd(self.pid)
 
     # ----- sending ---------------------------------------------------------------------
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, message: dict | None = None) -> None:
         """POST each JSON-RPC message of ``data`` (one per line, as the session frames them),
-        in order, with the headers its era asks for (module doc)."""
-        for line in data.splitlines():
-            if line.strip():
-                self._queue.append(self._exchange(line))
+        in order, with the headers its era asks for (module doc). Given ``message`` (the one
+        message ``data`` encodes, base.Transport.send), its id, method and params are read
+        from it and ``data`` goes out as it is: a request of megabytes is neither parsed
+        again nor copied."""
+        if message is not None:
+            end = len(data) - data.endswith(b"\n")
+            self._queue.append(self._exchange(memoryview(data)[:end], message))
+        else:
+            for line in data.splitlines():
+                if line.strip():
+                    self._queue.append(self._exchange(line))
         self._assign()
 
-    def _exchange(self, body: bytes) -> _Exchange:
-        try:
-            message = json.loads(body)
-        except ValueError:
-            message = None
+    def _exchange(self, body: bytes | memoryview, message: dict | None = None) -> _Exchange:
+        """The exchange that POSTs ``body``; ``message`` is what it encodes (parsed from
+        ``body`` when not given)."""
+        if message is None:
+            try:
+                message = json.loads(body)
+            except ValueError:
+                message = None
         if not isinstance(message, dict):
             return _Exchange("raw", body, self._headers(None, None))
         method = message.get("method") if isinstance(message.get("method"), str) else None
@@ -539,12 +551,14 @@ class HttpTransport(Transport):
             return
         conn.exchange = exchange
         conn.used += 1
-        conn.out += data
+        for part in data:
+            conn.out.append(part)
         if not conn.connecting:
             self._write(conn)
 
-    def _encode(self, exchange: _Exchange) -> bytes:
-        """``exchange``'s request as bytes (http1.request_bytes).
+    def _encode(self, exchange: _Exchange) -> list[memoryview]:
+        """``exchange``'s request: its head (http1.request_head) and its body, when it has
+        one, as they are.
 
         Raises:
             ValueError: a header field that cannot be sent (e.g. a negotiated revision,
@@ -552,19 +566,21 @@ class HttpTransport(Transport):
         """
         headers = [("Host", self.endpoint.authority), *exchange.headers]
         if exchange.kind == "delete":
-            return request_bytes("DELETE", self.endpoint.path, headers)
-        return request_bytes("POST", self.endpoint.path, headers, exchange.body)
+            return [memoryview(request_head("DELETE", self.endpoint.path, headers))]
+        body = memoryview(exchange.body)
+        return [memoryview(request_head("POST", self.endpoint.path, headers, len(body))), body]
 
     def _write(self, conn: _Connection) -> None:
+        """Write what the socket takes now of ``conn.out`` (framing.Outbox)."""
         while conn.out:
             try:
-                sent = conn.sock.send(conn.out)
+                sent = conn.sock.sendmsg(conn.out.views)
             except BlockingIOError:
                 return
             except OSError as err:
                 self._lost(conn, f"the connection failed while sending: {err.strerror or err}")
                 return
-            del conn.out[:sent]
+            conn.out.sent(sent)
 
     # ----- receiving -------------------------------------------------------------------
     @property
@@ -580,6 +596,17 @@ class HttpTransport(Transport):
         return bool(processes.alive())
 
     def partial(self) -> bytes:
+        """The body of an answer to a request begun and not finished: a JSON body's bytes so
+        far, or the data of an event not yet dispatched (sse.EventStream.unfinished); b""
+        when none."""
+        for conn in self._connections:
+            exchange = conn.exchange
+            if exchange is None or exchange.kind != "request" or exchange.status is None:
+                continue
+            held = (exchange.stream.unfinished if exchange.stream is not None
+                    else bytes(exchange.buffer))
+            if held:
+                return held
         return b""
 
     framed_by_lines = False

@@ -1,5 +1,6 @@
-"""HTTP/1.1 framing for the Streamable HTTP transport: a request as bytes, and a connection's
-answers as they arrive, parsed by llhttp (Node.js's HTTP parser, through httptools).
+"""HTTP/1.1 framing for the Streamable HTTP transport: a request's head as bytes, and a
+connection's answers as they arrive, parsed by llhttp (Node.js's HTTP parser, through
+httptools).
 
 The rules are RFC 9112's: a request line, header fields, a blank line, then a body whose
 length is its ``Content-Length`` (section 6.2); an answer's body is delimited by
@@ -33,10 +34,12 @@ class AnswerError(Exception):
     """Bytes that are no HTTP/1.1 answer (the parser's own words, or the head too long)."""
 
 
-def request_bytes(method: str, target: str, headers: list[tuple[str, str]],
-                  body: bytes | None = None) -> bytes:
-    """The request as it goes on the wire: ``method target HTTP/1.1``, ``headers`` in order,
-    then ``Content-Length`` and ``body`` when there is one.
+def request_head(method: str, target: str, headers: list[tuple[str, str]],
+                 body_length: int | None = None) -> bytes:
+    """The request's head as it goes on the wire: ``method target HTTP/1.1``, ``headers`` in
+    order, then ``Content-Length: body_length`` when there is a body, and the blank line;
+    the body follows it as it is (never joined to the head: a body of megabytes is not
+    copied).
 
     Raises:
         ValueError: a target or header field that cannot be sent (module doc); the message
@@ -45,9 +48,9 @@ def request_bytes(method: str, target: str, headers: list[tuple[str, str]],
     if not _TARGET.fullmatch(target):
         raise ValueError(f"the request target {target!r} holds a space or control character")
     lines = [f"{method} {target} HTTP/1.1", *(_field(name, value) for name, value in headers)]
-    if body is not None:
-        lines.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+    if body_length is not None:
+        lines.append(f"Content-Length: {body_length}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 @functools.lru_cache(maxsize=256)
@@ -56,7 +59,7 @@ def _field(name: str, value: str) -> str:
     again: each is checked once).
 
     Raises:
-        ValueError: as request_bytes.
+        ValueError: as request_head.
     """
     if not _TOKEN.fullmatch(name):
         raise ValueError(f"{name!r} is not a header field name")

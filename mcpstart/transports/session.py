@@ -171,6 +171,7 @@ class Session:
         self._pending: dict[int, tuple[str, int]] = {}
         self._sent: set[int] = set()
         self._next_id = 1
+        self._answers = 0
         self._last_sent_ns, self._last_what = 0, "the first request"
 
     # ----- start -----------------------------------------------------------------------
@@ -227,7 +228,7 @@ class Session:
         message = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        self.transport.send(jsonrpc.encode(message))
+        self.transport.send(jsonrpc.encode(message), message)
         self._last_sent_ns, self._last_what = self.transport.now_ns(), method
 
     def send_request(self, method: str, params: dict | None = None) -> int:
@@ -239,7 +240,7 @@ class Session:
                    "params": params if params is not None else {}}
         data = jsonrpc.encode(message)
         sent = self.transport.now_ns()
-        self.transport.send(data)
+        self.transport.send(data, message)
         self._pending[request_id] = (_what(message), sent)
         self._last_sent_ns, self._last_what = sent, _what(message)
         self._sent.add(request_id)
@@ -327,7 +328,8 @@ class Session:
             self._backlog.extend(transport.receive(remaining, quiet))
             for note in transport.take_notes():
                 self.traffic.irregular[note] += 1
-            if quiet is not None and not self._backlog and transport.output_open:
+            if quiet is not None and not self._backlog and transport.output_open \
+                    and transport.framed_by_lines:
                 partial = transport.partial()
                 if partial:
                     self._unterminated(partial, request_id)
@@ -461,6 +463,7 @@ class Session:
         for note in parsed.answer.irregular:
             self.traffic.irregular[note] += 1
         _, sent = self._pending.pop(request_id)
+        self._answers += 1
         return Response(parsed.answer.message, line.at_ns, len(line.data), sent or self.t0_ns,
                         decoded.invalid_utf8)
 
@@ -489,7 +492,7 @@ class Session:
         else:
             reply["error"] = {"code": -32601, "message": f"Method not found: {method}"}
             self.traffic.refused[method] += 1
-        self.transport.send(jsonrpc.encode(reply))
+        self.transport.send(jsonrpc.encode(reply), reply)
 
     # ----- diagnosis --------------------------------------------------------------------
     def stderr_tail(self) -> str:
@@ -533,16 +536,30 @@ class Session:
                                  "answering")
 
     def _diagnose_timeout(self, request_id: int, timeout_s: float) -> str:
-        """Why no answer came: it answers only at stdin EOF (stdout not flushed), it speaks
-        LSP-style framing (probed in a fresh process), or it is simply slow or silent."""
+        """Why no answer came: what did arrive of it (the length and first bytes of an
+        unfinished message), whether it came late once stdin was closed (block-buffered
+        output, unless earlier answers came while stdin was open: then it was only late),
+        LSP-style framing (probed in a fresh process), or a slow or silent server."""
         what, _ = self._pending[request_id]
         cause = f"no answer to {what} within {timeout_s:g} s"
+        unfinished, flushed = self.transport.partial(), self._answers
+        if unfinished:
+            cause += (f"; {len(unfinished)} bytes of an unfinished message had arrived, "
+                      f"beginning {jsonrpc.clip(unfinished, 80)!r}")
+        timed_out = self.transport.clock()
         self.transport.end_input()
         try:
             late = self._serve(request_id, self.transport.clock() + self.waits.diagnosis_s)
         except (SessionError, jsonrpc.MalformedAnswer, FrameTooLong):
             late = None
         if isinstance(late, Response):
+            after = f"{self.transport.clock() - timed_out:.1f} s later"
+            if not self.transport.framed_by_lines:  # HTTP: no stdin was closed
+                return f"{cause}; the answer came {after}"
+            if flushed:
+                return (f"{cause}; the answer came {after}, once stdin was closed; {flushed} "
+                        "earlier answer(s) came while it was open, so the server flushes its "
+                        "output: it was slow, not buffered")
             return (f"{cause}; the answer came only after stdin was closed: the server does "
                     "not flush stdout after each message (block-buffered output, e.g. "
                     "Python without -u)")

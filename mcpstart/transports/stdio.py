@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..command import Command
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
-from .framing import LineBuffer
+from .framing import LineBuffer, Outbox
 from .tree import ProcessSet, spawned
 
 READ_CHUNK = 1 << 16
@@ -181,7 +181,7 @@ class StdioTransport(Transport):
         self._output_open_at_exit: bool | None = None
         self._processes: ProcessSet | None = None
         self._stdin, self._stdout, self._stderr = prepared.parent_fds
-        self._pending_out = bytearray()
+        self._pending_out = Outbox()
         self._stdin_close_requested = False
         self._lines = LineBuffer()
         self._buffer = bytearray(READ_CHUNK)
@@ -238,7 +238,7 @@ class StdioTransport(Transport):
                     written = os.write(self._stdin, first_message)
                 except BlockingIOError:  # larger than the pipe: the rest during the wait
                     written = 0
-                self._pending_out += first_message[written:]
+                self._pending_out.append(memoryview(first_message)[written:])
             try:
                 self.pid = prepared.spawn()
             except OSError as err:
@@ -259,29 +259,30 @@ class StdioTransport(Transport):
         self.pidfd = open_pidfd(self.pid)
 
     # ----- writing ---------------------------------------------------------------------
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, message: dict | None = None) -> None:
         """Queue ``data`` for the server's stdin and write as much as the pipe takes now; the
         rest goes out during later ``receive`` calls. Dropped once stdin is closed (noted in
-        ``input_refused_ns`` when the server closed it)."""
+        ``input_refused_ns`` when the server closed it). ``message`` is not needed: the line
+        is the message."""
         if self._stdin_close_requested:
             return
         if self._stdin < 0:
             self._refused()
             return
-        self._pending_out += data
+        self._pending_out.append(data)
         self._flush()
 
     def _flush(self) -> None:
         while self._pending_out:
             try:
-                written = os.write(self._stdin, self._pending_out)
+                written = os.writev(self._stdin, self._pending_out.views)
             except BlockingIOError:
                 return
             except OSError:  # EPIPE: the server closed stdin or exited
                 self._pending_out.clear()
                 self._refused()
                 break
-            del self._pending_out[:written]
+            self._pending_out.sent(written)
         if self._stdin_close_requested:
             self._close_stdin_now()
 
@@ -328,7 +329,7 @@ class StdioTransport(Transport):
             if not fds:
                 return []
             wait = deadline - time.monotonic()
-            if quiet_s is not None and self._lines.partial:
+            if quiet_s is not None and self._lines.pending:
                 wait = min(wait, quiet_until - time.monotonic())
             received = self.received_bytes
             events = poller.poll(max(wait, 0) * 1000)
@@ -340,7 +341,7 @@ class StdioTransport(Transport):
                 quiet_until = now + quiet_s
             if frames or stop or now >= deadline:
                 return frames
-            if quiet_s is not None and self._lines.partial and now >= quiet_until:
+            if quiet_s is not None and self._lines.pending and now >= quiet_until:
                 return []
 
     def handle(self, events: list[tuple[int, int]], woke_ns: int) -> tuple[list[Frame], bool]:

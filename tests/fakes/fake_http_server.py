@@ -41,6 +41,10 @@ parser.add_argument("--max-body", type=int, default=0, metavar="BYTES",
                     help="answer a POST whose Content-Length is over BYTES with 413 before "
                          "reading its body (the Python SDK's words), then drop the body")
 parser.add_argument("--path", default="/mcp", help="the MCP endpoint (404 elsewhere)")
+parser.add_argument("--pad-answer", type=int, default=0, metavar="BYTES",
+                    help="every tools/call answer carries BYTES more in structuredContent")
+parser.add_argument("--stall-after", type=int, default=None, metavar="BYTES",
+                    help="write only the first BYTES of a tools/call answer's body, then stall")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
@@ -63,6 +67,8 @@ def result_for(message: dict, modern: bool):
         return {"tools": OTHER_TOOLS if args.no_reverse_tool else [REVERSE_TOOL]}
     if method == "tools/call":
         out = {"content": [{"type": "text", "text": call_text(params)}], "isError": False}
+        if args.pad_answer:
+            out["structuredContent"] = {"padding": "x" * args.pad_answer}
         return {**out, "resultType": "complete"} if modern else out
     if method == "ping":
         return {}
@@ -98,6 +104,7 @@ def header_name(value: str) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    stalls = False
 
     def log_message(self, *_):  # a quiet server
         pass
@@ -110,6 +117,10 @@ class Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
+        if args.stall_after is not None and self.stalls:
+            self.wfile.write(body[:args.stall_after])
+            self.wfile.flush()
+            time.sleep(600)
         self.wfile.write(body)
 
     def error(self, status: int, rpc_id, code: int, message: str) -> None:
@@ -169,6 +180,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(404 if sid else 400, None, -32001, "Session not found")
         if rpc_id is None:
             return self.reply(202, b"", "text/plain")
+        self.stalls = method == "tools/call"
         if method == "tools/call":
             if args.exit_on_call:
                 os._exit(3)

@@ -97,6 +97,9 @@ parser.add_argument("--no-reverse-tool", action="store_true",
 parser.add_argument("--grow-on-small", type=int, default=0, metavar="MIB",
                     help="every small tools/call keeps this many MiB more (a model loaded on "
                          "the first conversions)")
+parser.add_argument("--pad-answer", type=int, default=0, metavar="BYTES",
+                    help="every tools/call answer carries BYTES more in structuredContent, "
+                         "on its one line")
 args = parser.parse_args()
 
 out = os.fdopen(1, "wb", buffering=1 << 30 if args.no_flush else 0)
@@ -363,7 +366,10 @@ def handle(message: dict) -> None:
             block[i] = 1
         answer = reverse(text)
         del block
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": answer}]}})
+        result = {"content": [{"type": "text", "text": answer}]}
+        if args.pad_answer:
+            result["structuredContent"] = {"padding": "x" * args.pad_answer}
+        send({"jsonrpc": "2.0", "id": mid, "result": result})
     else:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "not found"}})
 
