@@ -48,6 +48,7 @@ def no_children() -> list:
 def test_event_stream_framing_follows_the_html_standard():
     stream = EventStream()
     assert stream.feed(b"id: 7\r\ndata:\r\n\r\n: keep-alive\r") == []  # priming: no event
+    assert stream.ended == 1  # but an event ended (an answer after it: "sse-primed")
     assert stream.feed(b"\nevent: message\ndata: {\"a\"\ndata: :1}\r") == []
     [event] = stream.feed(b"\r\n")  # the CR was half of a CRLF
     assert (event.data, event.event, event.id, stream.comments) == (b'{"a"\n:1}', "message",
@@ -73,6 +74,8 @@ def test_json_and_event_stream_answers_both_read(switches):
     transport = session.transport
     try:
         assert transport.session_id and transport.protocol_version == "2025-11-25"
+        # the fake's stream begins with a priming event and a log before the answer
+        assert transport.answer_shape == ("sse-primed" if switches else "json")
         assert 0 < (transport.accepting_ns - transport.t0_ns) / 1e6 < 10_000
         session.notify("notifications/initialized")
         listing = list_tools(session, 5)
