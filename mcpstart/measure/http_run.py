@@ -258,10 +258,9 @@ def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
         on_update(results)
     floor_blocks = ((floor.row.http or {}).get("load") or []) if floor is not None else []
     shapes = {b["answer_shape"] for s in servers for b in (s.row.http or {}).get("load") or []}
-    by_answer = {}
-    for shape in sorted(shapes - {b["answer_shape"] for b in floor_blocks} - {None}):
-        if floor_blocks:  # the floor answers in this shape too: the ceiling of that shape
-            by_answer[shape] = _shaped_ceiling(floor, shape, settings, progress)
+    others = sorted(shapes - {b["answer_shape"] for b in floor_blocks} - {None})
+    by_answer = {shape: _shaped_ceiling(floor, shape, settings, progress) for shape in others
+                 if floor_blocks and floor.command is not None}
     if floor_blocks:
         results.load_ceiling = {"server": floor.row.name, "load": floor_blocks,
                                 "by_answer": by_answer}
