@@ -103,7 +103,7 @@ def install_autocannon() -> Path:
 
 class Server:
     """A built reference server on a free loopback port, pinned to ``cpus``, in a session of
-    its own (killed as a group on close)."""
+    its own (killed as a group on close); ``extra``: arguments after its recipe's."""
 
     def __init__(self, name: str, cpus: frozenset[int] | None, extra: tuple[str, ...] = ()):
         [recipe] = load_recipes(RECIPES, [name])
