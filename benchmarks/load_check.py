@@ -3,7 +3,8 @@ once, mcpstart's load block (measure/load.py: Locust in a process of its own) an
 (npm, driven by benchmarks/load_check.js through its programmatic API) on the same scenario
 with the same connections, alternating round by round (which goes first alternates too), with
 the engine's ceiling measured in every round as a run measures it (the same scenario against
-the C floor, c-http; on c-http its own block is its ceiling) and mcpstart's verdict taken
+the C floor, c-http, started again with --answer in each server's own answer shape as
+mcpstart's transport reads it; on c-http its own block is its ceiling) and mcpstart's verdict taken
 from the rule a run applies (load.engine_bound).
 
 Target (issue 23): mcpstart's rate at least 0.8x autocannon's, or the block marked
@@ -34,12 +35,14 @@ from pathlib import Path
 
 import psutil
 
+from mcpstart.command import Command
 from mcpstart.endpoint import Endpoint
-from mcpstart.measure import load
+from mcpstart.measure import load, spawn
 from mcpstart.measure.settings import Settings
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
-from mcpstart.transports.http import affinity, free_port, with_port
+from mcpstart.transports.http import HttpTransport, affinity, free_port, with_port
+from mcpstart.wire import ToolCall, initialize_request
 
 HERE = Path(__file__).parent
 RECIPES = HERE.parent / "build-recipes"
@@ -50,6 +53,8 @@ AGREE, UNDER = 0.8, 0.5
 """mcpstart at AGREE x autocannon or more agrees (must not be marked); under UNDER it must
 be marked engine-bound."""
 START_S = 60.0
+CALL = ToolCall()
+"""reverse_text, the reference servers' tool."""
 
 
 @dataclass
@@ -98,15 +103,16 @@ def install_autocannon() -> Path:
 
 class Server:
     """A built reference server on a free loopback port, pinned to ``cpus``, in a session of
-    its own (killed as a group on close)."""
+    its own (killed as a group on close); ``extra``: arguments after its recipe's."""
 
-    def __init__(self, name: str, cpus: frozenset[int] | None):
+    def __init__(self, name: str, cpus: frozenset[int] | None, extra: tuple[str, ...] = ()):
         [recipe] = load_recipes(RECIPES, [name])
         build = ensure_built(recipe, cache_root())
         if not build.ok:
             raise RuntimeError(f"{name}: not built: {build.reason}")
         self.name, port = name, free_port()
-        command = with_port(build.command(), port)
+        built = with_port(build.command(), port)
+        command = Command([*built.argv, *extra], built.cwd, built.env, built.base_env)
         with affinity(cpus):
             self.proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.environment(),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -123,6 +129,14 @@ class Server:
             except OSError:
                 time.sleep(0.02)
         self.processes = [psutil.Process(self.proc.pid)]
+
+    def answer_shape(self, settings: Settings) -> str | None:
+        """How it answers initialize, as mcpstart's transport reads it (answer_shape)."""
+        over = Settings(spawner=lambda _command: HttpTransport(url=self.endpoint.url))
+        first = initialize_request(settings.requested_revision)
+        with spawn.started([(None, first)], over, timed=False) as (session,):
+            session.wait(1, settings.timeout_s)
+            return session.transport.answer_shape
 
     def close(self) -> None:
         try:
@@ -162,18 +176,28 @@ def compare(names: list[str], scenarios: list[str], rounds: int, seconds: float,
     try:
         for name in dict.fromkeys([FLOOR, *names]):
             servers[name] = Server(name, server_cpus)
+        shapes = {name: servers[name].answer_shape(settings) for name in names}
+        floors = {"json": servers[FLOOR]}
+        for shape in set(shapes.values()) - {"json", None}:  # the floor answering in that shape
+            floors[shape] = servers[f"{FLOOR} --answer {shape}"] = Server(
+                FLOOR, server_cpus, ("--answer", shape))
         for round_ in range(rounds):
             for scenario in scenarios:
-                ceiling = load.run_scenario(servers[FLOOR].endpoint, scenario, settings,
-                                            servers[FLOOR].processes, engine_cpus, server_cpus)
+                ceilings = {shape: {**load.run_scenario(floor.endpoint, scenario, settings, CALL,
+                                                        floor.processes, engine_cpus,
+                                                        server_cpus), "answer_shape": shape}
+                            for shape, floor in floors.items()}
                 for name in names:
                     server = servers[name]
+
+                    ceiling = ceilings.get(shapes[name])  # None: no shape read, unknown
 
                     def mine():
                         if name == FLOOR:
                             return ceiling
-                        return load.run_scenario(server.endpoint, scenario, settings,
-                                                 server.processes, engine_cpus, server_cpus)
+                        return {**load.run_scenario(server.endpoint, scenario, settings, CALL,
+                                                    server.processes, engine_cpus, server_cpus),
+                                "answer_shape": shapes[name]}
 
                     def theirs():
                         return autocannon(folder, server.endpoint, scenario, users, seconds,
@@ -184,9 +208,9 @@ def compare(names: list[str], scenarios: list[str], rounds: int, seconds: float,
                     else:
                         block = mine()
                         other = theirs()
-                    marked = load.engine_bound(block, ceiling)["engine_bound"]
+                    marked = load.engine_bound(block, [ceiling] if ceiling else [])["engine_bound"]
                     row = Round(name, scenario, block["rps"] or 0.0, other["rps"],
-                                ceiling["rps"] or 0.0, marked,
+                                (ceiling or {}).get("rps") or 0.0, marked,
                                 block["errors"]["total"] + other["non_2xx"] + other["errors"])
                     out.append(row)
                     report(line(row, f"round {round_ + 1}"))

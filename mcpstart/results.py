@@ -61,8 +61,9 @@ class ServerResult:
     """Streamable HTTP figures (design.md ``servers[].http``): endpoint (the URL; a spawned
     server's with ``{port}``, measure/http_run.py), start_ms, latency_ms, session_ms,
     sessions_leak, load; None for a stdio server. Each ``load[]`` block (measure/load.py)
-    holds ``ceiling_rps`` (the engine's rate on the same scenario against the HTTP floor in
-    this run), ``ceiling_ratio`` (rps / ceiling_rps), ``engine_bound`` (True: the engine, not
+    holds ``answer_shape`` (how the server answered a request: "json", "sse" or
+    "sse-primed", transports/http.py), ``ceiling_rps`` (the engine's rate on the same scenario
+    against the HTTP floor in this run, answering in that shape), ``ceiling_ratio`` (rps / ceiling_rps), ``engine_bound`` (True: the engine, not
     the server, set the rate; None: no ceiling) and, for the paced scenario, ``rate`` asked and
     ``rate_missed`` (reached under 90% of it)."""
     launcher: dict | None = None
@@ -99,7 +100,9 @@ class Results:
     startup: dict | None = None
     load_ceiling: dict | None = None
     """The load engine's ceiling: its load blocks against the HTTP floor in this run
-    (``{server, load: [...]}``), or None without load."""
+    (``{server, load: [...], by_answer: {shape: [...]}}``: ``load`` in the floor's own answer
+    shape, ``by_answer`` the floor answering in each other shape a row's blocks record), or
+    None without load."""
     interrupted: str | None = None
     """Why the run ended early (an exit signal), else None: the rows hold what came before."""
     schema: str = SCHEMA

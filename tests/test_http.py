@@ -48,6 +48,7 @@ def no_children() -> list:
 def test_event_stream_framing_follows_the_html_standard():
     stream = EventStream()
     assert stream.feed(b"id: 7\r\ndata:\r\n\r\n: keep-alive\r") == []  # priming: no event
+    assert stream.ended == 1  # but an event ended (an answer after it: "sse-primed")
     assert stream.feed(b"\nevent: message\ndata: {\"a\"\ndata: :1}\r") == []
     [event] = stream.feed(b"\r\n")  # the CR was half of a CRLF
     assert (event.data, event.event, event.id, stream.comments) == (b'{"a"\n:1}', "message",
@@ -73,6 +74,8 @@ def test_json_and_event_stream_answers_both_read(switches):
     transport = session.transport
     try:
         assert transport.session_id and transport.protocol_version == "2025-11-25"
+        # the fake's stream begins with a priming event and a log before the answer
+        assert transport.answer_shape == ("sse-primed" if switches else "json")
         assert 0 < (transport.accepting_ns - transport.t0_ns) / 1e6 < 10_000
         session.notify("notifications/initialized")
         listing = list_tools(session, 5)
@@ -268,29 +271,47 @@ def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     assert not no_children()
 
 
+def test_the_ceiling_of_a_block_is_the_floors_in_the_same_answer_shape():
+    """A stream-answering server at 0.45x of the JSON floor but 0.9x of the floor answering
+    as an event stream is engine-bound; each shape's block is judged by its own ceiling."""
+    def block(rps, shape, scenario="calls"):
+        return {"scenario": scenario, "rps": rps, "answer_shape": shape, "rate_missed": None}
+    ceilings = [block(2000.0, "json"), block(1000.0, "sse"), block(800.0, "sse-primed"),
+                block(1500.0, "json", "session")]
+    stream = load.engine_bound(block(900.0, "sse"), ceilings)
+    assert (stream["ceiling_rps"], stream["engine_bound"]) == (1000.0, True)
+    primed = load.engine_bound(block(500.0, "sse-primed"), ceilings)
+    assert (primed["ceiling_rps"], primed["engine_bound"]) == (800.0, False)
+    assert primed["ceiling_ratio"] == pytest.approx(500 / 800)
+    assert load.engine_bound(block(1700.0, "json"), ceilings)["engine_bound"] is True
+    # a shape the floor was not measured in: no ceiling, unknown
+    assert load.engine_bound(block(900.0, None), ceilings)["engine_bound"] is None
+    assert load.engine_bound(block(900.0, "sse", "session"), ceilings)["engine_bound"] is None
+
+
 def test_a_block_at_the_engines_ceiling_is_engine_bound_and_printed_as_a_lower_bound():
     def block(scenario, rps, rate=None):
         return {"scenario": scenario, "rps": rps, "rate": rate, "users": 10,
                 "rate_missed": None if rate is None else rps < 0.9 * rate}
     floor = {s: block(s, 1569.0) for s in ("session", "calls")}
     floor["rate"] = block("rate", 100.5, 100.0)
-    verdicts = {rps: load.engine_bound(block("calls", rps), floor["calls"])
+    verdicts = {rps: load.engine_bound(block("calls", rps), [floor["calls"]])
                 for rps in (1569.0, 1300.0, 1200.0, 400.0)}
     assert [v["engine_bound"] for v in verdicts.values()] == [True, True, False, False]
     assert verdicts[1300.0]["ceiling_ratio"] == pytest.approx(1300 / 1569)
     assert verdicts[1300.0]["ceiling_rps"] == 1569.0
     # no ceiling in the run (the floor failed or was not built): unknown, never "not bound"
-    assert load.engine_bound(block("calls", 1300.0), None)["engine_bound"] is None
+    assert load.engine_bound(block("calls", 1300.0), [])["engine_bound"] is None
     # a pace the floor kept set both rates: not the engine's, however close
-    assert load.engine_bound(block("rate", 100.2, 100.0), floor["rate"])["engine_bound"] is False
+    assert load.engine_bound(block("rate", 100.2, 100.0), [floor["rate"]])["engine_bound"] is False
     # a pace the engine could not keep even against the floor: the engine's
     slow_floor = block("rate", 60.0, 100.0)
-    assert load.engine_bound(block("rate", 58.0, 100.0), slow_floor)["engine_bound"] is True
+    assert load.engine_bound(block("rate", 58.0, 100.0), [slow_floor])["engine_bound"] is True
     rows = []
     for name, rps in (("fast", 1569.0), ("slow", 400.0)):
         blocks = [block("calls", rps), block("rate", 40.1 if name == "slow" else 100.2, 100.0)]
         for b in blocks:
-            b.update(load.engine_bound(b, floor[b["scenario"]]))
+            b.update(load.engine_bound(b, list(floor.values())))
         rows.append({"name": name, "transport": "http", "status": "ok",
                      "http": {"load": blocks}})
     doc = {"schema": "mcpstart/1", "created": "2026-01-01T00:00:00Z", "environment": {},

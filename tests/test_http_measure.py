@@ -2,7 +2,8 @@
 mcpstart's build, cached), with short waits and a 1 s load: every row ok, the start-up
 phases in order from the spawn, the 5 MiB call verified over HTTP, the warm latency and
 session cost, every load block saying whether the engine set its rate (at its ceiling, the
-same scenario on the HTTP floor in the same run: the floor's own blocks are), the table and
+same scenario on the HTTP floor in the same run answering in the server's own shape: the
+floor's own blocks are), the table and
 the plot drawn, and no process left."""
 
 import psutil
@@ -28,8 +29,14 @@ def test_the_reference_servers_over_http(tmp_path):
     results = outcome.results.to_dict()
     rows = {row["name"]: row for row in results["servers"]}
     assert set(rows) >= {"c-http", "go-http", "python-http", "rust-http", "typescript-http"}
-    floor = {b["scenario"]: b["rps"] for b in rows["c-http"]["http"]["load"]}
     assert results["load_ceiling"]["server"] == "c-http"
+    # the ceiling of each answer shape: the floor's own (JSON) and the floor with --answer
+    shaped = [b for blocks in results["load_ceiling"]["by_answer"].values() for b in blocks]
+    ceiling = {(b["answer_shape"], b["scenario"]): b["rps"]
+               for b in results["load_ceiling"]["load"] + shaped}
+    shapes = {name: {b["answer_shape"] for b in row["http"]["load"]} for name, row in rows.items()}
+    assert (shapes["c-http"], shapes["go-http"], shapes["rust-http"]) == (
+        {"json"}, {"sse"}, {"sse-primed"})
     for name, row in rows.items():
         assert row["status"] == "ok", (name, row["reason"])
         start = row["http"]["start_ms"]
@@ -42,7 +49,7 @@ def test_the_reference_servers_over_http(tmp_path):
         assert row["protocol"]["era"] == "dual"
         for block in row["http"]["load"]:
             assert isinstance(block["engine_bound"], bool)
-            assert block["ceiling_rps"] == floor[block["scenario"]]
+            assert block["ceiling_rps"] == ceiling[block["answer_shape"], block["scenario"]]
             assert block["ceiling_ratio"] == block["rps"] / block["ceiling_rps"]
             assert block["requests"] > 0 and block["pinned_cpus"]["engine"]
     # the floor is its own ceiling: at the engine's maximum in every unpaced scenario

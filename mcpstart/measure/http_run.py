@@ -17,7 +17,9 @@ probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (de
 5. ``session_ms`` and ``sessions_leak`` (http_sessions.py);
 6. load (load.py), the server pinned to its own core from its spawn, and the ceiling: the
    same scenarios against the HTTP floor in this run (``ceiling_rps``, ``ceiling_ratio``
-   and ``engine_bound`` in every row's blocks, load.engine_bound; ``results.load_ceiling``).
+   and ``engine_bound`` in every row's blocks, load.engine_bound; ``results.load_ceiling``),
+   measured again with the floor answering in each other answer shape the rows' blocks
+   record (``answer_shape``; ``load_ceiling.by_answer``).
 
 ``endpoint``: where the MCP endpoint is: the URL, or for a spawned server
 ``http://127.0.0.1:{port}PATH`` (PATH: its recipe's ``run.endpoint`` or ``--endpoint``,
@@ -36,7 +38,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .. import Progress, Step, warnings as warn
-from ..results import Results
+from ..command import Command
+from ..results import Results, ServerResult
 from ..stats import summarize
 from ..endpoint import Endpoint
 from ..transports.http import PORT, HttpTransport
@@ -253,13 +256,18 @@ def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
                       f"{settings.load_s:g} s", "load", server.row.name))
         _guard(server, lambda s=server: _load(s, settings))
         on_update(results)
-    floor_blocks = (floor.row.http or {}).get("load") if floor is not None else None
-    tops = {b["scenario"]: b for b in floor_blocks or []}
-    if tops:
-        results.load_ceiling = {"server": floor.row.name, "load": floor_blocks}
-    for server in servers + ([floor] if tops and floor not in servers else []):
+    floor_blocks = ((floor.row.http or {}).get("load") or []) if floor is not None else []
+    shapes = {b["answer_shape"] for s in servers for b in (s.row.http or {}).get("load") or []}
+    others = sorted(shapes - {b["answer_shape"] for b in floor_blocks} - {None})
+    by_answer = {shape: _shaped_ceiling(floor, shape, settings, progress) for shape in others
+                 if floor_blocks and floor.command is not None}
+    if floor_blocks:
+        results.load_ceiling = {"server": floor.row.name, "load": floor_blocks,
+                                "by_answer": by_answer}
+    ceilings = floor_blocks + [b for blocks in by_answer.values() for b in blocks]
+    for server in servers + ([floor] if floor_blocks and floor not in servers else []):
         for block in (server.row.http or {}).get("load") or []:
-            block.update(load.engine_bound(block, tops.get(block["scenario"])))
+            block.update(load.engine_bound(block, ceilings))
     for server in servers:
         blocks = (server.row.http or {}).get("load") or []
         errors = {b["scenario"]: b["errors"]["total"] for b in blocks if b["errors"]["total"]}
@@ -268,6 +276,22 @@ def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
         bound = {b["scenario"]: b["rps"] for b in blocks if b["engine_bound"]}
         if bound:
             server.row.warnings.append(warn.load_bound(bound, floor.row.name))
+
+
+def _shaped_ceiling(floor: Server, shape: str, settings: Settings,
+                    progress: Progress) -> list[dict]:
+    """The scenarios against the HTTP floor started with ``--answer shape`` (c-http answers
+    a request in that shape: servers/c-http/server.c), for the ceiling of the servers that
+    answer so (load.engine_bound says why); its blocks, [] where it failed."""
+    command = Command([*floor.command.argv, "--answer", shape], floor.command.cwd,
+                      floor.command.env, floor.command.base_env)
+    shadow = replace(floor, command=command, row=ServerResult(floor.row.name, "http"),
+                     ceiling_only=True)
+    shadow.row.http = {"load": []}
+    progress(Step(f"{floor.row.name} --answer {shape}: load, {len(load.SCENARIOS)} scenarios "
+                  f"of {settings.load_s:g} s", "load", floor.row.name))
+    _guard(shadow, lambda: _load(shadow, settings))
+    return shadow.row.http.get("load") or []
 
 
 def _load(server: Server, settings: Settings) -> None:
@@ -290,8 +314,9 @@ def _load(server: Server, settings: Settings) -> None:
         endpoint: Endpoint = transport.endpoint
         for scenario in load.SCENARIOS:
             try:
-                blocks.append(load.run_scenario(endpoint, scenario, settings, call, processes,
-                                                engine_cpus, server_cpus))
+                block = load.run_scenario(endpoint, scenario, settings, call, processes,
+                                          engine_cpus, server_cpus)
+                blocks.append({**block, "answer_shape": transport.answer_shape})
             except load.LoadError as err:  # the engine's failure, not the server's
                 server.row.skip_block(f"http.load.{scenario}", str(err))
             server.row.http["load"] = blocks

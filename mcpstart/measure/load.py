@@ -18,7 +18,8 @@ core) and RSS, and the engine's CPU%, sampled every SAMPLE_S. ``rate_missed`` (t
 scenario): its rate fell short of the asked one by more than LOAD_PACE_MISS.
 
 Whether the engine set the rate (``engine_bound``) comes from the run's own evidence: the
-ceiling, the same scenario with the same users against the HTTP floor in this run (a server
+ceiling, the same scenario with the same users against the HTTP floor in this run, answering
+in the server's own answer shape (``answer_shape``: c-http's --answer; a server
 an independent load tool drives many times faster than this engine: benchmarks/load_check.py
 shows it), is the engine's own maximum; a block at LOAD_BOUND of it or more is engine-bound and
 its rate a lower bound of the server's (``engine_bound``, LOAD_BOUND).
@@ -138,12 +139,18 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
     return block
 
 
-def engine_bound(block: dict, ceiling: dict | None) -> dict:
-    """``{ceiling_rps, ceiling_ratio, engine_bound}`` of ``block`` against ``ceiling``, the
-    same scenario's block on the HTTP floor in this run (None: no ceiling was measured; the
-    floor's own block is its own ceiling). Engine-bound: ``rps >= LOAD_BOUND * ceiling_rps``
+def engine_bound(block: dict, ceilings: list[dict]) -> dict:
+    """``{ceiling_rps, ceiling_ratio, engine_bound}`` of ``block`` against its ceiling: of
+    ``ceilings`` (the HTTP floor's blocks in this run, each in one answer shape), the one of
+    the same scenario and ``answer_shape`` (None: no such ceiling was measured; the floor's
+    own block is its own ceiling). The shape must match because the engine's own cost per
+    request depends on it: reading a chunked event stream costs Locust more than a JSON
+    body, so against a JSON floor a server that answers with a stream would look slow when
+    the engine is what limits it. Engine-bound: ``rps >= LOAD_BOUND * ceiling_rps``
     (LOAD_BOUND says why), except where the floor kept the asked pace: then the pace, not the
     engine, set both rates. ``engine_bound`` is None (unknown) without both rates."""
+    ceiling = next((c for c in ceilings if c["scenario"] == block["scenario"]
+                    and c.get("answer_shape") == block.get("answer_shape")), None)
     rps, top = block.get("rps"), (ceiling or {}).get("rps")
     if rps is None or not top:
         return {"ceiling_rps": top, "ceiling_ratio": None, "engine_bound": None}

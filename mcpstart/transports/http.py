@@ -271,6 +271,11 @@ class HttpTransport(Transport):
         self.accepting_ns: int | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
+        self.answer_shape: str | None = None
+        """How the last answer to a request came, named as c-http's --answer names them:
+        "json" (a JSON body), "sse" (an event stream whose first event named the request),
+        "sse-primed" (one whose answer came after other events, e.g. an empty priming
+        event); None before an answer."""
         self._notes: list[str] = []
         self._connections: list[_Connection] = []
         self._queue: deque[_Exchange] = deque()
@@ -759,6 +764,8 @@ class HttpTransport(Transport):
     def _frame(self, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.rpc_id is not None and jsonrpc.names_id(data, exchange.rpc_id):
             exchange.named = True
+            self.answer_shape = ("json" if exchange.stream is None else
+                                 "sse" if exchange.stream.ended <= 1 else "sse-primed")
             self._answered.append(exchange.rpc_id)
             if exchange.method == "initialize":
                 self._initialized(exchange, data)

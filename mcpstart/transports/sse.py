@@ -40,6 +40,9 @@ class EventStream:
         self.last_id: str | None = None
         self.retry_ms: int | None = None
         self.comments = 0
+        self.ended = 0
+        """Events ended that had a data field, dispatched or not (an empty one, e.g. a
+        priming event, is not)."""
 
     def feed(self, chunk: bytes) -> list[Event]:
         """The events ``chunk`` completed (a CR at its very end waits for the next chunk,
@@ -114,6 +117,7 @@ class EventStream:
         data, event = b"\n".join(self._data), self._event
         had_data = bool(self._data)
         self._data, self._event = [], b""
+        self.ended += had_data
         if not had_data or not data:
             return None
         return Event(data, event.decode("utf-8", "replace") or "message", self.last_id)

@@ -740,7 +740,8 @@ def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
             f"{cpus.get('server')}, engine on CPU {cpus.get('engine')} from their spawn; "
             "latency from mcpstart's unrounded time of every request, errors included "
             "(Locust's histogram rounds to whole ms under 100 ms)"
-            + (f"; ceiling: the same scenario against {ceiling} in this run, the engine's own "
+            + (f"; ceiling: the same scenario against {ceiling} in this run answering in the "
+               f"server's own answer shape (JSON or event stream), the engine's own "
                f"maximum; engine-bound: a rate at {LOAD_BOUND:.0%} of it or more, printed "
                "as a lower bound of the server's" if ceiling else "")
             + f"; a fixed rate under {1 - LOAD_PACE_MISS:.0%} of the asked one is "

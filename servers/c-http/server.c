@@ -3,10 +3,17 @@
  * (the same JSON scanner, copied: each floor stays one file). One tool, reverse_text,
  * reverses text by Unicode code points.
  *
- * HTTP/1.1 on 127.0.0.1:PORT (argv: --port PORT), one thread polling every connection;
+ * HTTP/1.1 on 127.0.0.1:PORT (argv: --port PORT [--answer SHAPE]), one thread polling every
+ * connection;
  * persistent connections and pipelining; bodies by Content-Length (no chunked requests).
  * One endpoint, /mcp: POST carries one JSON-RPC message, answered as application/json;
  * DELETE ends a session; GET (no standalone stream) answers 405.
+ * --answer (default json) sets the shape of a 200 answer with a body, for mcpstart's load
+ * ceiling measured in the answer shape of the server under test: json (the floor: the
+ * Content-Length body above); sse (text/event-stream, chunked: one chunk with one
+ * "event: message" event, then the last chunk, as go-http, python-http and typescript-http
+ * answer); sse-primed (as sse after a first chunk with an empty priming event, "data: ",
+ * "id: 0", "retry: 3000", as rust-http answers). Other answers stay as in json.
  * Handshake era (2024-11-05 .. 2025-11-25): initialize opens a session (Mcp-Session-Id);
  * every later POST and the DELETE must name a live one (400 without, 404 for an unknown or
  * ended one); notifications and responses are acknowledged 202.
@@ -536,10 +543,35 @@ static const char *reason(int status) {
     }
 }
 
+enum shape { JSON, SSE, SSE_PRIMED };
+static int answer_shape = JSON; /* --answer (-1: none of the shapes) */
+
+/* Append a chunk of `n` bytes of `p` (after `prefix`, before `suffix`) to o. */
+static void chunk(struct buf *o, const char *prefix, const char *p, size_t n, const char *suffix) {
+    char size[32];
+    size_t len = strlen(prefix) + n + strlen(suffix);
+    put(o, size, (size_t)snprintf(size, sizeof size, "%zX\r\n", len));
+    put(o, prefix, strlen(prefix));
+    put(o, p, n);
+    put(o, suffix, strlen(suffix));
+    put(o, "\r\n", 2);
+}
+
 /* Append a response to o: status, then `extra` header lines (each ending CRLF; or ""), then
- * `out` as an application/json body unless it is empty. */
+ * `out` as an application/json body unless it is empty (a 200 with a body: as an event
+ * stream in the --answer shape). */
 static void reply(struct buf *o, int status, const char *extra, int close) {
     char head[256];
+    if (answer_shape != JSON && status == 200 && out.n) {
+        int n = snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\n%sContent-Type: text/event-stream"
+                         "\r\nTransfer-Encoding: chunked\r\n%s\r\n", extra,
+                         close ? "Connection: close\r\n" : "");
+        put(o, head, (size_t)n);
+        if (answer_shape == SSE_PRIMED) chunk(o, "data: \nid: 0\nretry: 3000\n\n", "", 0, "");
+        chunk(o, "event: message\ndata: ", out.d, out.n, "\n\n");
+        put(o, "0\r\n\r\n", 5);
+        return;
+    }
     int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\n%s%sContent-Length: %zu\r\n%s\r\n",
                      status, reason(status), extra, out.n ? "Content-Type: application/json\r\n" : "",
                      out.n, close ? "Connection: close\r\n" : "");
@@ -711,9 +743,12 @@ int main(int argc, char **argv) {
         char *end;
         if (!strcmp(argv[i], "--port")) port = strtol(argv[i + 1], &end, 10);
         if (!strcmp(argv[i], "--port") && (*end || end == argv[i + 1])) port = -1;
+        if (!strcmp(argv[i], "--answer"))
+            answer_shape = !strcmp(argv[i + 1], "json") ? JSON : !strcmp(argv[i + 1], "sse") ? SSE
+                         : !strcmp(argv[i + 1], "sse-primed") ? SSE_PRIMED : -1;
     }
-    if (port < 0 || port > 65535) {
-        fputs("usage: reverse-text-http --port PORT\n", stderr);
+    if (port < 0 || port > 65535 || answer_shape < 0) {
+        fputs("usage: reverse-text-http --port PORT [--answer json|sse|sse-primed]\n", stderr);
         return 2;
     }
     urandom = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
