@@ -1,6 +1,7 @@
 """The third round of public failures (the mutations issue), each as a family, against real
 processes of the fake server: the right value, at once, with everything else still measured."""
 
+import re
 import time
 
 from mcpstart.command import Command
@@ -40,8 +41,11 @@ def test_an_answer_nested_too_deep_fails_that_call_and_keeps_the_rest():
 def test_an_idle_watchdog_exit_is_said_and_nothing_passes_for_idle_memory():
     row, _ = measure("--idle-exit", "2", settle=Settings().settle)  # its 3 s floor
     assert row.status == "failed"
-    assert row.reason.startswith("the server exited by itself (code 0) 2.0 s after its last "
-                                 "request (tools/list)")
+    # the watchdog's 2 s, as measured: at least 2.0 s, more on a busy machine (no upper bound
+    # outside the e2e tier)
+    said = re.match(r"the server exited by itself \(code 0\) (\d+\.\d) s after its last "
+                    r"request \(tools/list\)", row.reason)
+    assert said and float(said[1]) >= 2.0, row.reason
     assert row.memory is None and row.not_measured["memory"] == row.reason
     assert row.shutdown == {"how": "already_exited", "ms": 0.0}
     assert row.handshake_ms["n"] == RUNS and row.tools["count"] == 1
