@@ -299,6 +299,11 @@ def test_a_block_at_the_engines_ceiling_is_engine_bound_and_printed_as_a_lower_b
                 for rps in (1569.0, 1300.0, 1100.0, 900.0, 400.0)}
     assert [v["engine_bound"] for v in verdicts.values()] == [True, True, True, False, False]
     assert verdicts[1300.0]["ceiling_ratio"] == pytest.approx(1300 / 1569)
+    # a server that used its whole core is what limits the rate, however near the ceiling
+    pinned = {"server": [0], "engine": [1]}
+    for cpu, bound in ((95.0, False), (40.0, True), (None, True)):
+        near = {**block("calls", 1300.0), "cpu_percent": cpu, "pinned_cpus": pinned}
+        assert load.engine_bound(near, [floor["calls"]])["engine_bound"] is bound
     assert verdicts[1300.0]["ceiling_rps"] == 1569.0
     # no ceiling in the run (the floor failed or was not built): unknown, never "not bound"
     assert load.engine_bound(block("calls", 1300.0), [])["engine_bound"] is None

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import psutil
 
-from ..defaults import LOAD_BOUND, LOAD_PACE_MISS
+from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY
 from ..endpoint import Endpoint
 from ..transports.http import affinity
 from ..wire import SMALL_TEXT, ToolCall
@@ -147,8 +147,11 @@ def engine_bound(block: dict, ceilings: list[dict]) -> dict:
     request depends on it: reading a chunked event stream costs Locust more than a JSON
     body, so against a JSON floor a server that answers with a stream would look slow when
     the engine is what limits it. Engine-bound: ``rps >= LOAD_BOUND * ceiling_rps``
-    (LOAD_BOUND says why), except where the floor kept the asked pace: then the pace, not the
-    engine, set both rates. ``engine_bound`` is None (unknown) without both rates."""
+    (LOAD_BOUND says why), except where the floor kept the asked pace (then the pace, not the
+    engine, set both rates) and where the server's own tree used SERVER_BUSY of the cores it
+    was given or more (then the server is what limits it, whatever share of the ceiling its
+    rate is: a server as fast as the engine). ``engine_bound`` is None (unknown) without both
+    rates."""
     ceiling = next((c for c in ceilings if c["scenario"] == block["scenario"]
                     and c.get("answer_shape") == block.get("answer_shape")), None)
     rps, top = block.get("rps"), (ceiling or {}).get("rps")
@@ -156,7 +159,15 @@ def engine_bound(block: dict, ceilings: list[dict]) -> dict:
         return {"ceiling_rps": top, "ceiling_ratio": None, "engine_bound": None}
     paced = ceiling.get("rate_missed") is False
     return {"ceiling_rps": top, "ceiling_ratio": rps / top,
-            "engine_bound": not paced and rps >= LOAD_BOUND * top}
+            "engine_bound": not paced and rps >= LOAD_BOUND * top and not _server_busy(block)}
+
+
+def _server_busy(block: dict) -> bool:
+    """Whether the server's tree used SERVER_BUSY of its cores (the pinned ones, else the
+    machine's) over the block; False where its CPU was not sampled (a server elsewhere)."""
+    cpu, pinned = block.get("cpu_percent"), (block.get("pinned_cpus") or {}).get("server")
+    cores = len(pinned) if pinned else os.cpu_count() or 1
+    return cpu is not None and cpu >= SERVER_BUSY * 100 * cores
 
 
 def summarize(data: dict, samples: list[tuple], rate: float | None = None) -> dict:

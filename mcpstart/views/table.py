@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, THRESHOLD_PCT
+from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY, THRESHOLD_PCT
 from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
 from ..wire import MODERN_REVISION
@@ -742,8 +742,9 @@ def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
             "(Locust's histogram rounds to whole ms under 100 ms)"
             + (f"; ceiling: the same scenario against {ceiling} in this run answering in the "
                f"server's own answer shape (JSON or event stream), the engine's own "
-               f"maximum; engine-bound: a rate at {LOAD_BOUND:.0%} of it or more, printed "
-               "as a lower bound of the server's" if ceiling else "")
+               f"maximum; engine-bound: a rate at {LOAD_BOUND:.0%} of it or more while the "
+               f"server used under {SERVER_BUSY:.0%} of its core, printed as a lower bound of "
+               "the server's" if ceiling else "")
             + f"; a fixed rate under {1 - LOAD_PACE_MISS:.0%} of the asked one is "
               "printed as reached of asked")
     return notes
