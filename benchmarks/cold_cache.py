@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcpstart.measure.cache import evict, mapped_files, resident_bytes, server_files
+from mcpstart.measure.page_cache import evict, mapped_files, resident_bytes, server_files
 
 C_PROGRAM = r"""
 #include <stdio.h>

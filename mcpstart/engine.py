@@ -52,7 +52,7 @@ class Job:
         exports: the --export-* targets, written whenever the results file is.
         budget: startup limits in seconds for an all-at-once start; None: the default limits
             (startup.LIMITS_S) when the plan names several servers together, else none.
-        sessions: N copies of every server started all at once as well (sessions.py), or
+        sessions: N copies of every server started all at once as well (copies.py), or
             None.
         rebuild, require_all, cache_dir: as ``mcpstart build`` takes them.
         subreaper: make this process a child subreaper for the job (transports.tree.

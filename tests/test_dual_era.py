@@ -1,5 +1,5 @@
 """What a dual-era client pays before its first call (dual_era.py), and whether a client may
-cache the tools (caching.py), on scripted servers and a virtual clock: the fallback after an
+cache the tools (caching_hints.py), on scripted servers and a virtual clock: the fallback after an
 error of any code, after an exit (a respawn), after silence (exactly the fallback timeout)."""
 
 import json
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mcpstart.command import Command
-from mcpstart.measure import caching, run
+from mcpstart.measure import caching_hints, run
 from mcpstart.results import ServerResult
 from mcpstart.views.table import table
 
@@ -142,7 +142,7 @@ def test_a_client_may_defer_the_spawn_only_for_fresh_hints():
     assert cached["deferred_first_call_from"] == "modern_ms.first_call"
     assert cached["deferred_first_call_ms"] == rows["cached"].modern_ms["first_call"]["median"]
     assert stale["may_defer_spawn"] is False and "ttlMs 0" in stale["reason"]
-    assert legacy["may_defer_spawn"] is False and legacy["reason"] == caching.NOT_MODERN
+    assert legacy["may_defer_spawn"] is False and legacy["reason"] == caching_hints.NOT_MODERN
     assert legacy["deferred_first_call_from"] == "phases_ms.first_call"
     assert legacy["deferred_first_call_ms"] == rows["legacy"].phases_ms["first_call"]["median"]
     shown = cells(measure.results, "may show cached tools, spawn at the first call")

@@ -232,14 +232,14 @@ def test_one_http_process_holds_n_sessions_at_once_and_one_more_costs_what_it_ho
     """A server that holds 8 MiB per open session: with 3 sessions open together the
     marginal session costs 8 MiB (so all 3 were open when memory was read), and the PSS is
     what /proc says of the same process."""
-    from mcpstart.measure import shared
+    from mcpstart.measure import shared_process
     from mcpstart.results import ServerResult
     from mcpstart.measure.run import Server
     from mcpstart.views.sizing import sessions_section
 
     server = Server(ServerResult("held", "http"), fake("--session-mib", "8"), transport="http")
     settings = fast(runs=2, warmup=1)
-    block = shared.measure_shared(server, 3, settings)
+    block = shared_process.measure_shared(server, 3, settings)
     assert block["ready_ms"]["n"] == block["single_ready_ms"]["n"] == 2
     assert len(block["rounds"]) == 6 and {r["copies"] for r in block["rounds"]} == {1, 3}
     assert all(r["memory"] is None for r in block["rounds"] if r["warmup"])
@@ -256,8 +256,8 @@ def test_one_http_process_holds_n_sessions_at_once_and_one_more_costs_what_it_ho
 
 
 def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
-    from mcpstart.measure import shared
-    from mcpstart.measure.sessions import guarded
+    from mcpstart.measure import shared_process
+    from mcpstart.measure.copies import guarded
     from mcpstart.measure.run import Server
     from mcpstart.results import ServerResult
 
@@ -265,7 +265,7 @@ def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
                     Command([sys.executable, "-c", "import sys; sys.exit(4)", "{port}"]),
                     transport="http")
     begun = time.monotonic()
-    block = guarded(shared.measure_shared, server, 2, fast(runs=1, warmup=0))
+    block = guarded(shared_process.measure_shared, server, 2, fast(runs=1, warmup=0))
     assert block["n"] == 2 and "4" in block["error"]
     assert time.monotonic() - begun < 5
     assert not no_children()

@@ -14,7 +14,7 @@ probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (de
 4. the tool session (warm.tool_session over HTTP: tools, idle memory, the large call,
    round trips on one kept-alive connection); ``latency_ms`` is its round-trip series
    with p99 and mean;
-5. ``session_ms`` and ``sessions_leak`` (http_sessions.py);
+5. ``session_ms`` and ``sessions_leak`` (session_cost.py);
 6. load (load.py), the server pinned to its own core from its spawn, and the ceiling: the
    same scenarios against the HTTP floor in this run (``ceiling_rps``, ``ceiling_ratio``
    and ``engine_bound`` in every row's blocks, load.engine_bound; ``results.load_ceiling``),
@@ -48,7 +48,7 @@ from ..wire import ToolCall, initialize_request
 from . import load, revisions, spawn, tokens
 from .client import NO_TOOL, chosen_call, initialize_result, list_tools
 from .cold import cold_start
-from .http_sessions import listener_processes, session_costs
+from .session_cost import listener_processes, session_costs
 from .run import Server, _guard, _matrix, _stats, modern_run, run_order
 from .settings import Settings
 from .warm import tool_session

@@ -24,7 +24,7 @@ from ..stats import series_warnings, summarize
 from ..targets.variants import source_record, stale_lock
 from ..transports.session import SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
-from . import caching, dual_era, launcher, machine, revisions, spawn
+from . import caching_hints, dual_era, launcher, machine, revisions, spawn
 from .client import Skips
 from .cold import cold_start, modern_start
 from .settings import Settings
@@ -205,7 +205,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
                        results, progress)
         on_update(results)
     if sessions is not None and started:
-        from .sessions import guarded, measure_sessions
+        from .copies import guarded, measure_sessions
 
         progress(Step(f"{sessions} copies of {len(started)} server(s) started all at once, "
                       "as that many sessions do", "startup"))
@@ -237,11 +237,11 @@ def _measure_http(servers: list[Server], ceiling: Server | None, settings: Setti
 
 def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
             progress: Progress, on_update: Callable[[Results], None]) -> None:
-    """One HTTP process for ``n`` sessions (shared.py), for each spawned HTTP server that
+    """One HTTP process for ``n`` sessions (shared_process.py), for each spawned HTTP server that
     started, set beside the ``n`` stdio copies of the same language's server
     (``startup.sessions.shared[NAME].stdio_peer``)."""
-    from . import shared
-    from .sessions import guarded
+    from . import shared_process
+    from .copies import guarded
 
     http = [s for s in servers if s.transport == "http" and s.command is not None
             and s.measurable]
@@ -252,7 +252,7 @@ def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
     block = {"n": n, **(results.startup or {}).get("sessions", {}), "shared": {}}
     for server in http:
         progress(Step(f"{server.row.name}: one process serving {n} sessions at once", "startup"))
-        found = guarded(shared.measure_shared, server, n, settings, progress)
+        found = guarded(shared_process.measure_shared, server, n, settings, progress)
         block["shared"][server.row.name] = {**found, "stdio_peer": peers.get(server.row.language)}
         results.startup = {**(results.startup or {}), "sessions": block}
         on_update(results)
@@ -320,7 +320,7 @@ def _cold_cache(server: Server, settings: Settings) -> None:
     """Make every cold start of ``server`` start with its files out of the page cache: learn
     the files a warm run maps (one spawn), then evict them all before each spawn and record
     what was evicted and what stayed (``page_cache``)."""
-    from .cache import evict, mapped_files, server_files
+    from .page_cache import evict, mapped_files, server_files
 
     first = initialize_request(settings.requested_revision)
     with spawn.started([(server.command, first)], settings, timed=False) as (session,):
@@ -460,12 +460,12 @@ def _sizing(server: Server, settings: Settings) -> None:
     found = error = None
     if modern:
         try:
-            found = caching.hints(server.command, settings, row.protocol["probe_wait"]["s"],
+            found = caching_hints.hints(server.command, settings, row.protocol["probe_wait"]["s"],
                                   server.traffic)
         except SessionError as err:
             error = str(err)
             server.skips.note("caching", f"caching hints: {err}")
-    row.caching = caching.block(found, error, modern, (row.modern_ms or {}).get("first_call"),
+    row.caching = caching_hints.block(found, error, modern, (row.modern_ms or {}).get("first_call"),
                                 (row.phases_ms or {}).get("first_call"))
 
 

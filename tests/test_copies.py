@@ -1,9 +1,9 @@
-"""Several sessions at once (sessions.py) on real processes: the PSS of N copies checked
+"""Several sessions at once (copies.py) on real processes: the PSS of N copies checked
 against a direct reading of /proc/PID/smaps_rollup, and the startup.sessions block of a run
 (per server and per copy, the marginal cost from the one-copy start of the same rounds)."""
 
 from mcpstart.measure import run
-from mcpstart.measure.sessions import copies_memory, label
+from mcpstart.measure.copies import copies_memory, label
 from mcpstart.measure.startup import together
 from mcpstart.results import ServerResult
 from mcpstart.transports.tree import child_subreaper

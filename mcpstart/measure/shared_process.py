@@ -1,5 +1,5 @@
 """One shared Streamable HTTP process for N sessions (``--sessions N`` on an HTTP server),
-the figure to set beside N stdio copies (sessions.py): users ask whether one HTTP server
+the figure to set beside N stdio copies (copies.py): users ask whether one HTTP server
 serving every editor window beats a stdio process per window.
 
 A round spawns the server once and, as soon as its port accepts (the timed start of
@@ -7,9 +7,9 @@ spawn.started), opens ``copies`` client sessions at once: each its own connectio
 ``Mcp-Session-Id``, each initialize, ``notifications/initialized`` and ``tools/list`` (every
 page, client.list_tools), one thread per client so that none waits for another. Ready is the
 last client's tools/list answer, in ms from the spawn. Then the server's memory is read as
-sessions.py reads it: the settle rule over its processes, then RSS, PSS and USS summed over
+copies.py reads it: the settle rule over its processes, then RSS, PSS and USS summed over
 them (smaps_rollup). Rounds alternate N sessions and one, in an order shuffled per round, so
-the marginal cost of one more session is (N - 1)-averaged as sessions.py has it.
+the marginal cost of one more session is (N - 1)-averaged as copies.py has it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..transports.session import Session, SessionError
 from ..wire import initialize_request
 from . import memory, spawn
 from .client import initialize_result, list_tools
-from .sessions import KINDS, alternating, marginal, median, sums
+from .copies import KINDS, alternating, marginal, median, sums
 from .settings import Settings
 from ..stats import summarize
 
@@ -106,7 +106,7 @@ def measure_shared(server, n: int, settings: Settings, progress=lambda _: None) 
     Returns:
         ``{n, ready_rule, settle_rule, ready_ms: <stats>, single_ready_ms: <stats>,
         pss_bytes, uss_bytes, rss_bytes, single_*_bytes, marginal_*_bytes, rounds}``: memory
-        the median over the counted rounds; marginal as sessions.py has it.
+        the median over the counted rounds; marginal as copies.py has it.
 
     Raises:
         SessionError: as ``one_round``.

@@ -214,7 +214,7 @@ def summary(rounds: list[dict], names: list[str], n: int, settings: Settings) ->
 
 
 def guarded(measure, subject, n: int, settings: Settings, progress=lambda _: None) -> dict:
-    """``measure(subject, n, settings, progress)`` (measure_sessions, shared.measure_shared),
+    """``measure(subject, n, settings, progress)`` (measure_sessions, shared_process.measure_shared),
     or ``{"n", "error": cause}`` when a server cannot be started or answered no usable way."""
     try:
         return measure(subject, n, settings, progress)

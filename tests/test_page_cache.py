@@ -13,7 +13,7 @@ import platformdirs
 import psutil
 import pytest
 
-from mcpstart.measure.cache import (PSEUDO_ROOTS, evict, mapped_files, resident_bytes,
+from mcpstart.measure.page_cache import (PSEUDO_ROOTS, evict, mapped_files, resident_bytes,
                                     server_files)
 
 from conftest import unavailable
