@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import Progress
-from .measure import run
+from .measure import run, server
 from .measure.settings import Settings
 from .measure.startup import LIMITS_S
 from .redact import secrets_of
@@ -172,7 +172,7 @@ def cache_folder(option: str | None) -> Path:
 def _servers(job: Job) -> tuple[list[run.Server], dict[str, str]]:
     """Before the first spawn: the builds."""
     cache = cache_folder(job.cache_dir) if job.plan.recipes or job.plan.ceiling else None
-    return run.servers_for(job.plan, job.settings, cache, job.rebuild, job.require_all,
+    return server.servers_for(job.plan, job.settings, cache, job.rebuild, job.require_all,
                            job.progress)
 
 

@@ -49,7 +49,9 @@ from . import load, revisions, spawn, tokens
 from .client import NO_TOOL, chosen_call, initialize_result, list_tools
 from .cold import cold_start
 from .session_cost import listener_processes, session_costs
-from .run import Server, _guard, _matrix, _stats, modern_run, run_order
+from .matrix import matrix as _matrix
+from .run import _stats, modern_run, run_order
+from .server import Server, _guard
 from .settings import Settings
 from .warm import tool_session
 

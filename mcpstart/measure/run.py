@@ -7,25 +7,20 @@ Per-server figures are measured one server at a time, never two at once (design.
 
 from __future__ import annotations
 
-import glob
 import os
 import random
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from pathlib import Path
 
 from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult, dig, is_floor
-from ..command import Command
-from ..endpoint import ENDPOINT
 from ..stats import series_warnings, summarize
-from ..targets.variants import source_record, stale_lock
-from ..transports.session import SessionError, Traffic
-from ..wire import SMALL_TEXT, ToolCall, initialize_request, modern_request
+from ..transports.session import SessionError
+from ..wire import SMALL_TEXT, initialize_request, modern_request
 from . import caching_hints, dual_era, launcher, machine, revisions, spawn
-from .client import Skips
+from .matrix import first_start, matrix, none_supported
+from .server import Server, _call_of, _could_not_start, _guard
 from .cold import cold_start, modern_start
 from .settings import Settings
 from .warm import tool_session
@@ -34,44 +29,6 @@ PHASES = ("first_byte", "tools_list", "first_call")
 NOTIFICATION_FLOOD = 1000
 """Notifications over a row's sessions from which they are called a flood (a client shows
 a handful of log lines; thousands are work it must do before it can serve the user)."""
-
-
-@dataclass
-class Server:
-    """One server of a run: its row (already holding what is known before measuring, e.g. a
-    build failure or the footprint) and what to spawn (None when it cannot be measured).
-    ``done``: its last step ran (an exit signal after it leaves its status as it is).
-    ``transport``: "stdio" or "http" (a recipe's, a command with ``{port}``, a URL);
-    ``endpoint_path``: the MCP endpoint's path of a spawned HTTP server; ``url``
-    and ``headers``: a Streamable HTTP server already running (no command);
-    ``load_allowed``: it may be put under load; ``ceiling_only``: the HTTP floor built only
-    for the load engine's ceiling (not a row)."""
-
-    row: ServerResult
-    command: Command | None
-    limit_s: float | None = None
-    artifacts: list[str] = field(default_factory=list)
-    before_spawn: Callable[[], None] = lambda: None
-    skips: Skips = field(default_factory=Skips)
-    traffic: Traffic = field(default_factory=Traffic)
-    runs: list[dict] = field(default_factory=list)
-    modern: dict = field(default_factory=lambda: {"discover": [], "first_call": []})
-    launch: launcher.Launch | None = None
-    dual: list[tuple[dict, bool]] = field(default_factory=list)
-    dual_error: str | None = None
-    stopped: bool = False
-    done: bool = False
-    transport: str = "stdio"
-    endpoint_path: str = ENDPOINT
-    url: str | None = None
-    headers: dict = field(default_factory=dict)
-    load_allowed: bool = True
-    ceiling_only: bool = False
-
-    @property
-    def measurable(self) -> bool:
-        return ((self.command is not None or self.url is not None) and self.row.status == "ok"
-                and not self.stopped)
 
 
 def new_results(argv: list[str], settings: Settings, order: str,
@@ -180,7 +137,7 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
         if not _could_not_start(server):
             progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix",
                           "matrix", server.row.name))
-            _guard(server, lambda s=server: _matrix(s, settings, "cold start"))
+            _guard(server, lambda s=server: matrix(s, settings, "cold start"))
     modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
     _cold_starts(modern, settings, order, results, progress, on_update, "modern")
     _cold_starts([s for s in live if not _could_not_start(s)], settings, order, results,
@@ -281,41 +238,6 @@ def _guard_startup(started: list[Server], failed: list[Server], settings: Settin
         results.startup = {"error": str(err)}
 
 
-def _guard(server: Server, step: Callable[[], None], prefix: str = "") -> bool:
-    """Run one step of a server; its failure fails the row (the cause after ``prefix``),
-    never the run. Returns False when it failed."""
-    try:
-        step()
-    except SessionError as err:
-        server.row.fail(f"{prefix}{err}")
-    except Exception as err:  # unexpected data from one server must not end the run
-        server.row.fail(f"{prefix}mcpstart could not measure this server: "
-                        f"{type(err).__name__}: {err}")
-    else:
-        return True
-    return False
-
-
-def _could_not_start(server: Server) -> bool:
-    """True when no cold start of the server got an initialize answer."""
-    return not any(run.get("handshake") is not None for run in server.runs)
-
-
-def _matrix(server: Server, settings: Settings, source: str,
-            probes: Settings | None = None) -> None:
-    """The revision matrix of ``server`` (on ``probes``' spawner, default ``settings``'),
-    each probe waiting what revisions.probe_wait derives from the server's counted
-    ``source`` starts (``server.runs``' handshakes), into the row's protocol block with the
-    warnings it gives."""
-    starts = [r["handshake"] for r in server.runs
-              if not r.get("warmup") and r.get("handshake") is not None]
-    wait = revisions.probe_wait(settings, starts, source)
-    protocol, warnings = revisions.derive(
-        revisions.matrix(server.command, probes or settings, wait["s"]), wait)
-    server.row.protocol = {**(server.row.protocol or {}), **protocol}
-    server.row.warnings += warnings + revisions.contradicted(server.row.protocol)
-
-
 def _cold_cache(server: Server, settings: Settings) -> None:
     """Make every cold start of ``server`` start with its files out of the page cache: learn
     the files a warm run maps (one spawn), then evict them all before each spawn and record
@@ -410,14 +332,6 @@ def _resolve_launchers(servers: list[Server], settings: Settings, progress: Prog
         progress(Step(f"[{index}/{len(launched)}] {server.row.name}: what "
                       f"{server.launch.kind} starts", "cold start", server.row.name))
         launcher.resolve_started(server.launch, server.command, settings)
-
-
-def _call_of(server: Server, settings: Settings) -> ToolCall | None:
-    """The small call of the modern and dual-era series: ``settings.call`` or reverse_text,
-    where the server lists it (None: no tool to call, or no listing yet)."""
-    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
-    call = settings.call or ToolCall()
-    return call if listing and listing.find(call.name) else None
 
 
 def _dual_run(server: Server, settings: Settings, warmup: bool) -> None:
@@ -575,96 +489,10 @@ def _finish(server: Server, settings: Settings, env: dict,
         row.skip_block(block, "no tool to call (--call TOOL names one)")
 
 
-def from_build(build, settings: Settings, require_all: bool = False) -> Server:
-    """A Server from a recipe's Build: skipped (missing toolchain; failed with
-    ``require_all``), failed (build failed, with the log's tail), or ready to measure with
-    its footprint counted now, before anything is timed."""
-    from .footprint import measure_footprint
-
-    recipe = build.recipe
-    row = ServerResult(recipe.name, recipe.transport, recipe.language, recipe.sdk,
-                       recipe.sdk_version)
-    row.sdk_source = source_record(recipe, None, None, None)  # completed once it is built
-    if recipe.sdk is None:
-        row.skip_block("sdk_version", "the recipe names no SDK")
-    if build.status == "skipped":
-        row.status, row.reason = "skipped", build.reason
-        if require_all:
-            row.fail(f"{build.reason} (--require-all)")
-        return Server(row, None)
-    if not build.ok:
-        row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")
-        return Server(row, None)
-    lock = Path(build.path(recipe.dependencies["lock"])) if "lock" in recipe.dependencies else None
-    stale = lock is not None and stale_lock(recipe, lock)
-    if stale:  # the lock describes the default, not this variant: not counted
-        lock = None
-        build = replace(build, recipe=replace(recipe, dependencies={
-            k: v for k, v in recipe.dependencies.items() if k != "lock"}))
-    packages = resolved = None
-    try:
-        footprint, resolved, warnings = measure_footprint(build, build.status == "cached")
-        for key, reason in footprint.pop("not_measured").items():
-            row.skip_block(f"footprint.{key}", reason)
-        packages = footprint.pop("packages", None)
-        row.footprint = footprint
-        row.sdk_version = resolved or recipe.sdk_version
-        row.warnings += warnings
-    except Exception as err:  # a footprint is a side figure: never lose the row for it
-        row.warnings.append(warn.footprint_failed(err))
-    if stale:
-        row.skip_block("footprint.lock_count", "the variant's build writes no lock file of its "
-                       "own (its resolved packages are in sdk_source)")
-    row.sdk_source = source_record(recipe, lock, packages, resolved)
-    return Server(row, build.command(settings.env),
-                  artifacts=[p for pattern in recipe.artifact_include
-                             for p in glob.glob(build.path(pattern))],
-                  transport=recipe.transport, endpoint_path=recipe.endpoint)
-
-
-def from_target(target, settings: Settings) -> Server:
-    """A Server from a bare command or an editor config's entry (targets.command.Target):
-    no recipe, so no footprint (``not_measured``), the target's notes as warnings."""
-    row = ServerResult(target.name, target.transport)
-    row.skip_block("footprint", "no recipe (a command line or an editor config): nothing "
-                                "was built, so there is no artifact to count")
-    row.warnings += [warn.target(note) for note in target.notes]
-    command = None if target.url else Command(list(target.argv), target.cwd,
-                                              {**target.env, **settings.env}, target.base_env)
-    return Server(row, command, target.limit_s, transport=target.transport, url=target.url,
-                  headers=dict(target.headers), load_allowed=target.load_allowed,
-                  endpoint_path=target.endpoint_path)
-
-
-def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
-                require_all: bool = False, progress: Progress = lambda _: None
-                ) -> tuple[list[Server], dict[str, str]]:
-    """The Servers of a targets.plan.Plan, in its order: recipes built (cached builds reused)
-    and their footprints counted, targets as they are, skipped config entries as rows.
-    Returns them and the toolchain versions the builds used."""
-    from ..targets.build import ensure_built
-
-    servers, toolchains = [], {}
-    for recipe in plan.recipes:
-        build = ensure_built(recipe, cache, rebuild, progress)
-        toolchains.update(build.toolchains)
-        servers.append(from_build(build, settings, require_all))
-    if plan.ceiling is not None:
-        build = ensure_built(plan.ceiling, cache, rebuild, progress)
-        ceiling = from_build(build, settings)
-        ceiling.ceiling_only = True
-        servers.append(ceiling)
-    servers += [from_target(target, settings) for target in plan.targets]
-    for skipped in plan.skipped:
-        row = ServerResult(skipped.name, status="skipped", reason=skipped.reason)
-        servers.append(Server(row, None))
-    return servers, toolchains
-
-
 def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
                    toolchains: dict[str, str], progress: Progress = lambda _: None) -> Results:
     """The revision matrix of each server and nothing else (``mcpstart revisions``), the
-    probes' wait derived from a first start (``_first_start``). A server that cannot be
+    probes' wait derived from a first start (``matrix.first_start``). A server that cannot be
     spawned (not found, no such working directory) fails its row, and so does one no
     revision of which is known to be supported (the cause says how many probes got no
     answer); any other answer, error, exit or silence of a probe is a finding."""
@@ -679,48 +507,7 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
         probes = http_settings(server, settings) if server.transport == "http" else settings
-        if _first_start(server, probes):  # an HTTP recipe's over HTTP
-            _guard(server, lambda s=server, p=probes: _matrix(s, settings, "first start", p))
-            _none_supported(server.row)
+        if first_start(server, probes):  # an HTTP recipe's over HTTP
+            _guard(server, lambda s=server, p=probes: matrix(s, settings, "first start", p))
+            none_supported(server.row)
     return results
-
-
-def _none_supported(row: ServerResult) -> None:
-    """Fail ``row`` when its matrix found no revision supported, saying why."""
-    protocol = row.protocol or {}
-    if row.status != "ok" or protocol.get("supported_revisions"):
-        return
-    silent = [p for p in protocol.get("matrix") or [] if p["verdict"] == "unknown"]
-    why = "every probe was refused or exited"
-    if silent:
-        why = (f"{len(silent)} of {len(protocol['matrix'])} probes got no answer in "
-               f"{protocol['probe_wait']['s']:g} s (unknown: a longer --probe-timeout may tell)")
-    row.fail(f"no revision is known to be supported: {why}")
-
-
-def _first_start(server: Server, settings: Settings) -> bool:
-    """One start, unprobed, with the whole ``settings.timeout_s``: a first npx/uvx download
-    finishes here instead of being cut off by a short probe (which can leave npx's cache
-    broken). Its initialize answer, if one came, is kept in ``server.runs`` (as a counted
-    start: the one the probes' wait is derived from) and names the negotiated revision;
-    whatever else the server does is left for the probes to find. Returns False, with the
-    row failed, when the program cannot be started at all (not found, no such working
-    directory, an interpreter line naming no program)."""
-    first = initialize_request(settings.requested_revision)
-    try:
-        with spawn.started([(server.command, first)], settings, timed=False) as (session,):
-            try:
-                answer = session.wait(1, settings.timeout_s, diagnose=False)
-                result = answer.message.get("result")
-                negotiated = result.get("protocolVersion") if isinstance(result, dict) else None
-                server.runs.append({"handshake": (answer.at_ns - session.t0_ns) / 1e6,
-                                    "negotiated_revision": negotiated})
-                server.row.protocol["negotiated_revision"] = negotiated
-            except SessionError:
-                pass
-            finally:
-                session.shutdown(settings.probe_grace_s)
-    except SessionError as err:
-        server.row.fail(str(err))
-        return False
-    return True
