@@ -59,7 +59,7 @@ class ServerResult:
     traffic: dict | None = None
     http: dict | None = None
     """Streamable HTTP figures (design.md ``servers[].http``): endpoint (the URL; a spawned
-    server's with ``{port}``, measure/http_run.py), start_ms, latency_ms, session_ms,
+    server's with ``{port}``, measure/http_steps.py), start_ms, latency_ms, session_ms,
     sessions_leak, load; None for a stdio server. Each ``load[]`` block (measure/load.py)
     holds ``answer_shape`` (how the server answered a request: "json", "sse" or
     "sse-primed", transports/http.py), ``ceiling_rps`` (the engine's rate on the same scenario

@@ -83,7 +83,7 @@ def test_a_413_body_limit_gets_the_largest_halving_it_takes_and_the_load_runs(tw
 def test_a_payload_refused_at_every_halving_is_n_a_with_the_sizes_tried(monkeypatch):
     from mcpstart.measure import warm
     from mcpstart.measure.client import Skips
-    from mcpstart.measure.http_run import http_settings
+    from mcpstart.measure.http_steps import http_settings
     from mcpstart.measure.run import Server
     from mcpstart.results import ServerResult
     from mcpstart.transports.session import Traffic
@@ -144,7 +144,7 @@ def test_a_call_with_no_or_numeric_arguments_works(transport, call):
     test, through every HTTP step)."""
     from mcpstart.measure.client import Skips
     from mcpstart.measure.cold import cold_start
-    from mcpstart.measure.http_run import http_settings
+    from mcpstart.measure.http_steps import http_settings
     from mcpstart.measure.run import Server
     from mcpstart.measure.warm import tool_session
     from mcpstart.results import ServerResult

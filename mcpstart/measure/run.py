@@ -175,8 +175,8 @@ def _measure(servers: list[Server], settings: Settings, order: str, results: Res
 def _measure_http(servers: list[Server], ceiling: Server | None, settings: Settings,
                   order: str, results: Results, progress: Progress,
                   on_update: Callable[[Results], None]) -> None:
-    """The Streamable HTTP servers' steps (http_run.py), then each one's row finished."""
-    from .http_run import measure_http
+    """The Streamable HTTP servers' steps (http_steps.py), then each one's row finished."""
+    from .http_steps import measure_http
 
     live = [s for s in servers if s.measurable and s.transport == "http"]
     if not live:
@@ -395,7 +395,7 @@ def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
 def modern_run(server: Server, settings: Settings, warmup: bool,
                label: str = "modern-era cold start") -> None:
     """The two modern-era cold starts (2026-07-28), each on a fresh spawn of
-    ``settings.spawner`` (stdio, or http_run's HTTP transport): to the ``server/discover``
+    ``settings.spawner`` (stdio, or http_steps's HTTP transport): to the ``server/discover``
     answer, and to the answer of a ``tools/call`` sent first; a failure stops that series
     with its cause after ``label``."""
     call = _call_of(server, settings)
@@ -499,7 +499,7 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, "sequential", toolchains)
     results.servers = [s.row for s in servers]
     live = [s for s in servers if s.measurable]
-    from .http_run import http_settings
+    from .http_steps import http_settings
 
     for index, server in enumerate(live, 1):
         server.row.protocol = {"requested_revision": settings.requested_revision}

@@ -68,7 +68,7 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
     Raises:
         SessionError: the server cannot be started, or a client got no usable answer.
     """
-    from .http_run import http_settings
+    from .http_steps import http_settings
 
     first = initialize_request(settings.requested_revision)
     out = {"copies": copies, "ready_ms": None, "memory": None, "settled": None,
