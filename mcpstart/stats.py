@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from . import warnings as warn
@@ -81,6 +82,14 @@ def summarize(samples: list[float], warmup_samples: list[float] | None = None) -
     if ci is not None:
         block["ci_low"], block["ci_high"], block["ci_level"] = ci
     return block
+
+
+def summarize_runs(runs: Iterable[tuple[float | None, bool]]) -> dict:
+    """``summarize`` of a series' runs as ``(value, warmup)`` pairs in run order; a run
+    without a value (it got no answer) is left out."""
+    runs = list(runs)
+    return summarize([v for v, warmup in runs if v is not None and not warmup],
+                     [v for v, warmup in runs if v is not None and warmup])
 
 
 def median_ci(values: Sequence[float], target: float = CI_TARGET
@@ -280,3 +289,40 @@ def smallest_p(n_old: int, n_new: int) -> float:
     if n_old <= 0 or n_new <= 0:
         return 1.0
     return 1 / math.comb(n_old + n_new, n_old)
+
+
+@dataclass(frozen=True)
+class Slower:
+    """The verdict of ``slower``: the two medians, their ratio (new / old; None when the old
+    median is 0), the U statistic and p of ``mann_whitney_greater``, the verdict and whether
+    it is a regression."""
+
+    old_median: float | None
+    new_median: float | None
+    ratio: float | None
+    u: int
+    p: float
+    verdict: str
+    regression: bool
+
+
+def slower(old: list[float], new: list[float], alpha: float, threshold_pct: float) -> Slower:
+    """Whether NEW is slower than OLD (any two samples, ms): the medians and the exact
+    one-sided Mann-Whitney U test (``mann_whitney_greater``). ``verdict``: "regression" (p
+    at most ``alpha`` and NEW's median more than ``threshold_pct`` percent above OLD's),
+    "slower, within N%" (p at most alpha, the median within the threshold), "inconclusive
+    (p = P)" (the median above the threshold, p above alpha), "too few runs" (p can never
+    reach alpha with these sizes: ``smallest_p``) or "ok" (the median within the threshold,
+    p above alpha). ``mcpstart compare`` and the launcher's network verdict use it."""
+    old_median, new_median = summarize(old)["median"], summarize(new)["median"]
+    u, p = mann_whitney_greater(old, new)
+    above = new_median > old_median * (1 + threshold_pct / 100)
+    verdict = "ok"
+    if smallest_p(len(old), len(new)) > alpha:
+        verdict = "too few runs"
+    elif p <= alpha:
+        verdict = "regression" if above else f"slower, within {threshold_pct:g}%"
+    elif above:  # the medians would make it a finding the test does not confirm
+        verdict = f"inconclusive (p = {p:.2g})"
+    return Slower(old_median, new_median, new_median / old_median if old_median else None,
+                  u, p, verdict, verdict == "regression")

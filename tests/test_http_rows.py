@@ -83,7 +83,6 @@ def test_a_413_body_limit_gets_the_largest_halving_it_takes_and_the_load_runs(tw
 def test_a_payload_refused_at_every_halving_is_n_a_with_the_sizes_tried(monkeypatch):
     from mcpstart.measure import warm
     from mcpstart.measure.client import Skips
-    from mcpstart.measure.http_steps import http_settings
     from mcpstart.measure.run import Server
     from mcpstart.results import ServerResult
     from mcpstart.transports.session import Traffic
@@ -92,8 +91,7 @@ def test_a_payload_refused_at_every_halving_is_n_a_with_the_sizes_tried(monkeypa
     monkeypatch.setattr(warm, "HALVINGS", 2)
     server = Server(ServerResult("tiny", "http"), fake("--max-body", "500"), transport="http")
     row = server.row
-    warm.tool_session(server.command, http_settings(server, fast(payload_bytes=4096,
-                                                                 round_trips=0)),
+    warm.tool_session(server.command, server.spawning(fast(payload_bytes=4096, round_trips=0)),
                       row, Skips(), Traffic())
     assert [r["request_bytes"] for r in row.payload["refused"]] == [4096, 2048, 1024]
     assert row.not_measured["payload"].startswith(
@@ -144,7 +142,6 @@ def test_a_call_with_no_or_numeric_arguments_works(transport, call):
     test, through every HTTP step)."""
     from mcpstart.measure.client import Skips
     from mcpstart.measure.cold import cold_start
-    from mcpstart.measure.http_steps import http_settings
     from mcpstart.measure.run import Server
     from mcpstart.measure.warm import tool_session
     from mcpstart.results import ServerResult
@@ -155,7 +152,7 @@ def test_a_call_with_no_or_numeric_arguments_works(transport, call):
     if transport == "http":
         server = Server(ServerResult("other", "http"), http_fake("--no-reverse-tool"),
                         transport="http")
-        settings = http_settings(server, settings)
+        settings = server.spawning(settings)
     else:
         server = Server(ServerResult("other"), fake_command("--no-reverse-tool"))
     skips = Skips()

@@ -1,25 +1,26 @@
-"""The Streamable HTTP servers of a run (transports/http.py), each step through the same
-probes as stdio with the HTTP transport as the spawner, filling ``row.http`` (design.md
-``servers[].http``):
+"""The Streamable HTTP transport's steps of the run loop (run.py, steps.Steps; the transport
+is transports/http.py, made by ``Server.spawning``), filling ``row.http`` (docs/results.md,
+``servers[].http``). The loop runs the same probes as for stdio over HTTP:
 
-1. cold starts in rounds (warm-ups, then counted runs; interleaved as the stdio ones):
-   ``start_ms.port`` (the port accepting: transports/http.py says how it is detected and at
-   what resolution), ``initialize``, ``tools_list``, ``first_call``, each cumulative from
-   the spawn (cold.cold_start; past initialize by settings.PHASE_RULE, as for stdio);
-2. the revision matrix over HTTP (revisions.matrix: each probe a fresh server, the headers
-   of its era, the wait derived from the HTTP cold starts), into ``row.protocol`` as for
-   stdio;
-3. the 2026-07-28 cold starts, each on a fresh spawn: ``start_ms.discover`` and
-   ``start_ms.modern_first_call`` (a stateless tools/call as the very first request);
+1. cold starts in rounds: ``http.start_ms.port`` (the port accepting: transports/http.py
+   says how it is detected and at what resolution), ``initialize``, ``tools_list``,
+   ``first_call``, each cumulative from the spawn (cold.cold_start; past initialize by
+   settings.PHASE_RULE, as for stdio);
+2. the revision matrix over HTTP (each probe a fresh server, the headers of its era, the
+   wait derived from the HTTP cold starts), into ``row.protocol`` as for stdio;
+3. the 2026-07-28 cold starts: ``start_ms.discover`` and ``start_ms.modern_first_call`` (a
+   stateless tools/call as the very first request);
 4. the tool session (warm.tool_session over HTTP: tools, idle memory, the large call,
-   round trips on one kept-alive connection); ``latency_ms`` is its round-trip series
-   with p99 and mean;
-5. ``session_ms`` and ``sessions_leak`` (session_cost.py);
-6. load (load.py), the server pinned to its own core from its spawn, and the ceiling: the
-   same scenarios against the HTTP floor in this run (``ceiling_rps``, ``ceiling_ratio``
-   and ``engine_bound`` in every row's blocks, load.engine_bound; ``results.load_ceiling``),
-   measured again with the floor answering in each other answer shape the rows' blocks
-   record (``answer_shape``; ``load_ceiling.by_answer``).
+   round trips on one kept-alive connection).
+
+This module adds: the rows' ``http`` blocks (``prepare``); ``latency_ms``, the tool
+session's round-trip series with p99 and mean, and ``session_ms`` and ``sessions_leak``
+(session_cost.py) after the tool session (``after_session``); then, once every server's
+session is done, load (load.py), the server pinned to its own core from its spawn, and the
+ceiling: the same scenarios against the HTTP floor in this run (``ceiling_rps``,
+``ceiling_ratio`` and ``engine_bound`` in every row's blocks, load.engine_bound;
+``results.load_ceiling``), measured again with the floor answering in each other answer shape
+the rows' blocks record (``answer_shape``; ``load_ceiling.by_answer``) (``load_all``).
 
 ``endpoint``: where the MCP endpoint is: the URL, or for a spawned server
 ``http://127.0.0.1:{port}PATH`` (PATH: its recipe's ``run.endpoint`` or ``--endpoint``,
@@ -28,7 +29,7 @@ reverse_text and no --call) gets the steps that need a call as n/a with the reas
 stdio (``http.start_ms.first_call``, ``latency_ms``, ``session_ms``, ``sessions_leak``,
 ``load``); the rest is measured. A server already running (a URL) gets no start-up figures;
 its memory is read where its listener is a process of this machine. A step's failure fails
-the row (run._guard) and never loses what came before; errors under load are figures and a
+the row (server.guard) and never loses what came before; errors under load are figures and a
 warning, not a failure.
 """
 
@@ -39,21 +40,18 @@ from dataclasses import replace
 
 from .. import Progress, Step, warnings as warn
 from ..command import Command
-from ..results import Results, ServerResult
-from ..stats import summarize
 from ..endpoint import Endpoint
-from ..transports.http import PORT, HttpTransport
+from ..results import Results, ServerResult, dig
+from ..stats import summarize, summarize_runs
+from ..transports.http import PORT
 from ..transports.session import Session
 from ..wire import ToolCall, initialize_request
-from . import load, revisions, spawn, tokens
+from . import load, spawn
 from .client import NO_TOOL, chosen_call, initialize_result, list_tools
-from .cold import cold_start
+from .server import Server, guard
 from .session_cost import listener_processes, session_costs
-from .matrix import matrix as _matrix
-from .run import _stats, modern_run, run_order
-from .server import Server, _guard
 from .settings import Settings
-from .warm import tool_session
+from .steps import Say, Steps
 
 START_PHASES = ("port", "initialize", "tools_list", "first_call")
 MODERN = {"discover": "discover", "first_call": "modern_first_call"}
@@ -64,21 +62,9 @@ STDIO_SIZING = {"launcher": "a launcher is measured on stdio commands only",
                 "caching": "caching hints are read over stdio only"}
 
 
-def http_settings(server: Server, settings: Settings, cpus=None) -> Settings:
-    """``settings`` whose spawner makes ``server``'s HTTP transport (pinned to ``cpus``)."""
-    if server.url is not None:
-        return replace(settings, spawner=lambda _command: HttpTransport(
-            url=server.url, headers=server.headers))
-    return replace(settings, spawner=lambda command: HttpTransport(
-        command, headers=server.headers, cpus=cpus, path=server.endpoint_path))
-
-
-def measure_http(servers: list[Server], ceiling: Server | None, settings: Settings,
-                 order: str, results: Results, progress: Progress,
-                 on_update: Callable[[Results], None]) -> None:
-    """Every step of the module doc for ``servers`` (measurable, transport "http"), the
-    results rewritten after every round and server."""
-    for server in servers:
+def prepare(live: list[Server], settings: Settings, progress: Progress) -> None:
+    """Each row's ``http`` block, its stdio blocks n/a, and a URL's row without start-up."""
+    for server in live:
         row = server.row
         row.transport = "http"
         row.http = {"endpoint": server.url or f"http://127.0.0.1:{PORT}{server.endpoint_path}",
@@ -91,95 +77,29 @@ def measure_http(servers: list[Server], ceiling: Server | None, settings: Settin
         if server.url is not None:
             row.command = {"url": server.url, "header_keys": sorted(server.headers)}
             row.skip_block("http.start_ms", "a server already running (--url): no start-up")
-    spawned = [s for s in servers if s.command is not None]
-    _cold_rounds(spawned, settings, order, results, progress, on_update, "handshake")
-    for index, server in enumerate(servers, 1):
-        if _could_not_start(server):
-            continue
-        progress(Step(f"[{index}/{len(servers)}] {server.row.name}: revision matrix over HTTP",
-                      "matrix", server.row.name))
-        _guard(server, lambda s=server: _matrix(s, settings, "HTTP cold start",
-                                                http_settings(s, settings)))
-    modern = [s for s in spawned if revisions.speaks_modern(s.row.protocol or {})]
-    _cold_rounds(modern, settings, order, results, progress, on_update, "modern")
-    for index, server in enumerate(servers, 1):
-        if _could_not_start(server):
-            continue
-        step = lambda text, n=server.row.name, i=index: progress(
-            Step(f"[{i}/{len(servers)}] {n}: {text}", "session", n))
-        _guard(server, lambda s=server: tool_session(s.command, http_settings(s, settings),
-                                                     s.row, s.skips, s.traffic, step))
-        tokens.fill(server.row, server.runs)
-        _latency(server.row)
-        step(f"{settings.http_sessions} full sessions")
-        _guard(server, lambda s=server: _sessions(s, settings))
-        on_update(results)
-    if settings.load_s > 0:
-        _load_all(servers, ceiling, settings, results, progress, on_update)
 
 
-def _could_not_start(server: Server) -> bool:
-    """A spawned server none of whose cold starts got an initialize answer."""
-    return server.command is not None and not any(
-        run.get("handshake") is not None for run in server.runs)
-
-
-def _cold_rounds(servers: list[Server], settings: Settings, order: str, results: Results,
-                 progress: Progress, on_update: Callable[[Results], None], series: str) -> None:
-    """Warm-up and counted cold starts over HTTP of one ``series`` in ``order`` (as
-    run._cold_starts does for stdio); a server whose run fails keeps its samples and leaves
-    the later rounds."""
-    what = "HTTP cold start" if series == "handshake" else "HTTP 2026-07-28 cold start"
-    by_name = {s.row.name: s for s in servers}
-    sequence = run_order(list(by_name), settings.warmup + settings.runs, order, settings.seed)
-    for position, (round_, name) in enumerate(sequence):
-        server = by_name[name]
-        if server.stopped:
-            continue
-        warmup = round_ < settings.warmup
-        label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
-                 else f"run {round_ - settings.warmup + 1}/{settings.runs}")
-        progress(Step(f"{name}: {what} {label}", "cold start", name, position, len(sequence)))
-        results.run_sequence.append({"series": f"http_{series}", "round": round_,
-                                     "server": name, "warmup": warmup})
-        one = _one_run if series == "handshake" else _modern_run
-        if not _guard(server, lambda: one(server, settings, warmup), f"{what} {label}: "):
-            server.stopped = True
-        _summarize(server)
-        if position + 1 == len(sequence):
-            on_update(results)
-
-
-def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
-    sample = cold_start(server.command, http_settings(server, settings), server.skips,
-                        server.before_spawn)
-    sample["warmup"] = warmup
-    server.runs.append(sample)
-    server.traffic.merge(sample["traffic"])
-    server.row.orphans += sample["shutdown"].orphans
-
-
-def _modern_run(server: Server, settings: Settings, warmup: bool) -> None:
-    """server/discover, and a stateless tools/call, each the first request of a fresh
-    spawn (2026-07-28: no initialize, the ``_meta`` envelope and its headers)."""
-    modern_run(server, http_settings(server, settings), warmup, "HTTP 2026-07-28 cold start")
-
-
-def _summarize(server: Server) -> None:
-    """The runs so far as ``http.start_ms`` stats blocks (rewritten after every run)."""
-    row, runs = server.row, server.runs
-    if not runs:
-        return
+def summarize_series(server: Server) -> None:
+    """The runs so far as ``http.start_ms`` stats blocks."""
     key = {"initialize": "handshake"}
-    start = {phase: _stats([(r[key.get(phase, phase)], r["warmup"]) for r in runs])
-             for phase in START_PHASES}
+    start = {phase: summarize_runs((r[key.get(phase, phase)], r["warmup"])
+                                   for r in server.runs) for phase in START_PHASES}
     for series, name in MODERN.items():
-        start[name] = _stats(server.modern[series]) if server.modern[series] else None
-    row.http["start_ms"] = start
-    last = runs[-1]
-    row.protocol = row.protocol or {}
-    row.protocol["negotiated_revision"] = last.get("negotiated_revision")
-    row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
+        pairs = server.modern[series]
+        start[name] = summarize_runs(pairs) if pairs else None
+    server.row.http["start_ms"] = start
+
+
+def after_session(server: Server, settings: Settings, say: Say) -> None:
+    """``http.latency_ms`` from the tool session's round trips, then the full sessions
+    (none when ``settings.http_sessions`` is 0: both blocks n/a)."""
+    _latency(server.row)
+    if not settings.http_sessions:
+        for block in ("http.session_ms", "http.sessions_leak"):
+            server.row.skip_block(block, "no full sessions were asked for (http_sessions 0)")
+        return
+    say(f"{settings.http_sessions} full sessions")
+    guard(server, lambda: _sessions(server, settings))
 
 
 def _latency(row) -> None:
@@ -215,7 +135,7 @@ def _sessions(server: Server, settings: Settings) -> None:
     """Full sessions on one server (a fresh spawn, or the URL's): their cost and the memory
     slope over them; n/a without a tool to call."""
     first = initialize_request(settings.requested_revision)
-    with spawn.started([(server.command, first)], http_settings(server, settings),
+    with spawn.started([(server.command, first)], server.spawning(settings),
                        timed=False) as (session,):
         call = _call(session, settings)
         if call is None:
@@ -232,11 +152,13 @@ def _sessions(server: Server, settings: Settings) -> None:
                                                     "of this machine that mcpstart can read")
 
 
-def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
+def load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
               results: Results, progress: Progress,
               on_update: Callable[[Results], None]) -> None:
     """Each scenario on each server allowed load, and on the HTTP floor for the ceiling
     (the floor's own row when it is one, else ``ceiling``)."""
+    if settings.load_s <= 0:
+        return
     if load.engine_version() is None:
         for server in servers:
             server.row.skip_block("http.load", "Locust is not installed (pip install "
@@ -256,7 +178,7 @@ def _load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
             server.row.http = {"load": []}
         progress(Step(f"{server.row.name}: load, {len(load.SCENARIOS)} scenarios of "
                       f"{settings.load_s:g} s", "load", server.row.name))
-        _guard(server, lambda s=server: _load(s, settings))
+        guard(server, lambda s=server: _load(s, settings))
         on_update(results)
     floor_blocks = ((floor.row.http or {}).get("load") or []) if floor is not None else []
     shapes = {b["answer_shape"] for s in servers for b in (s.row.http or {}).get("load") or []}
@@ -292,7 +214,7 @@ def _shaped_ceiling(floor: Server, shape: str, settings: Settings,
     shadow.row.http = {"load": []}
     progress(Step(f"{floor.row.name} --answer {shape}: load, {len(load.SCENARIOS)} scenarios "
                   f"of {settings.load_s:g} s", "load", floor.row.name))
-    _guard(shadow, lambda: _load(shadow, settings))
+    guard(shadow, lambda: _load(shadow, settings))
     return shadow.row.http.get("load") or []
 
 
@@ -305,7 +227,7 @@ def _load(server: Server, settings: Settings) -> None:
     first = initialize_request(settings.requested_revision)
     blocks = []
     with spawn.started([(server.command, first)],
-                       http_settings(server, settings, server_cpus), timed=False) as (session,):
+                       server.spawning(settings, server_cpus), timed=False) as (session,):
         call = _call(session, settings, reference=server.ceiling_only)
         if call is None:
             server.row.skip_block("http.load", NO_TOOL)
@@ -322,3 +244,11 @@ def _load(server: Server, settings: Settings) -> None:
             except load.LoadError as err:  # the engine's failure, not the server's
                 server.row.skip_block(f"http.load.{scenario}", str(err))
             server.row.http["load"] = blocks
+
+
+STEPS = Steps("http", (),
+              {"handshake": "HTTP cold start", "modern": "HTTP 2026-07-28 cold start",
+               "matrix": "revision matrix over HTTP"},
+              "http_", prepare, summarize_series, after_session, load_all,
+              lambda row: dig(row.http, "start_ms.initialize"))
+

@@ -15,7 +15,7 @@ own that shares every round with it, in either run order: run.run_order), so eac
 one difference; and where the launcher has a setting that keeps it off the network when its
 cache holds the package (OFFLINE_ENV), the launched command runs a third series with it set,
 in the same rounds. Whether the launcher went to the network on every start is judged by
-compare's test and threshold (views.compare.slower): offline against launched (``network``).
+compare's test and threshold (stats.slower): offline against launched (``network``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 import psutil
 
 from ..command import Command
-from ..stats import summarize
+from ..defaults import ALPHA, THRESHOLD_PCT
+from ..stats import slower, summarize
 from ..targets.cmdline import launcher_of
 from ..transports.session import Session, Traffic
 from ..wire import initialize_request
@@ -207,7 +208,7 @@ def network(launched: list[float], offline: list[float], overhead: dict | None
     offline series of the same rounds (ms, round order) and the ``overhead`` block (the stats
     of launched minus direct, None when the direct command is not known).
 
-    compare's test and threshold (views.compare.slower), offline as OLD: "regression" (p at
+    compare's test and threshold (stats.slower), offline as OLD: "regression" (p at
     most alpha and the launched median more than the threshold above the offline one) is a
     network share, True; "ok" and "slower, within N%" (the launched median within the
     threshold) are False; "too few runs" and "inconclusive (p = P)" are None. The network
@@ -219,9 +220,7 @@ def network(launched: list[float], offline: list[float], overhead: dict | None
     Returns:
         ``(verdict, each_start, p)``.
     """
-    from ..views.compare import slower
-
-    test = slower(offline, launched)
+    test = slower(offline, launched, ALPHA, THRESHOLD_PCT)
     share = summarize([a - b for a, b in zip(launched, offline)])["median"]
     high = (overhead or {}).get("ci_high")
     if share is not None and high is not None and share > high:

@@ -1,31 +1,37 @@
-"""A measurement run over several servers: the revision matrix, the cold-start series (in
-interleaved rounds or one server after another), then one tool session per server, with the
-results file rewritten after every round and every server.
+"""A measurement run over several servers, one loop for every transport: for each transport's
+servers (stdio, then Streamable HTTP; steps.Steps says what a transport adds), the cold-start
+series in rounds (interleaved or one server after another, warm-ups first), the revision
+matrix, the modern-era series, then one tool session per server and its transport's steps,
+each row finished by the same rules; then the starts all at once (``--budget``,
+``--sessions``). The results file is rewritten after every round and every server.
 
-Per-server figures are measured one server at a time, never two at once (design.md).
+Per-server figures are measured one server at a time, never two at once
+(docs/measurement.md).
 """
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 from collections.abc import Callable
 from datetime import datetime, timezone
 
 from .. import Progress, Step, __version__, warnings as warn
-from ..results import Results, ServerResult, dig, is_floor
+from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError
-from ..wire import SMALL_TEXT, initialize_request, modern_request
-from . import caching_hints, dual_era, launcher, machine, revisions, spawn
-from .matrix import first_start, matrix, none_supported
-from .server import Server, _call_of, _could_not_start, _guard
+from ..wire import SMALL_TEXT, modern_request
+from . import http_steps, launcher, machine, revisions, stdio_steps, tokens
 from .cold import cold_start, modern_start
+from .matrix import first_start, matrix, none_supported
+from .server import Server, guard
 from .settings import Settings
+from .steps import Steps
 from .warm import tool_session
 
-PHASES = ("first_byte", "tools_list", "first_call")
+STEPS = (stdio_steps.STEPS, http_steps.STEPS)
+"""The transports, in the order their servers are measured."""
+
 NOTIFICATION_FLOOD = 1000
 """Notifications over a row's sessions from which they are called a flood (a client shows
 a handful of log lines; thousands are work it must do before it can serve the user)."""
@@ -71,10 +77,11 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
             budget: list[float] | None = None, sessions: int | None = None) -> Results:
     """Measure ``servers`` and return the Results; ``on_update`` gets them after every round
     and every tool session (the CLI rewrites the results file there). With ``budget``
-    (startup limits in seconds) the servers that started are also started all at once, as
-    an editor does, and judged against the limits (``results.startup``); with ``sessions``
+    (startup limits in seconds) the stdio servers that started are also started all at once,
+    as an editor does, and judged against the limits (``results.startup``); with ``sessions``
     (N), N copies of each are started all at once too (``results.startup["sessions"]``,
-    sessions.py).
+    copies.py), and each spawned HTTP server serves N sessions from one process
+    (shared_process.py).
 
     A server whose step fails keeps everything measured before (status "failed", the cause
     in ``reason``); the other servers go on. Never raises for a server's misbehaviour.
@@ -85,10 +92,24 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, order, toolchains)
     results.servers = [s.row for s in servers]
     try:
-        _measure(servers, settings, order, results, progress, on_update, budget, sessions)
-        _measure_http(servers, ceiling, settings, order, results, progress, on_update)
+        for server in servers:
+            server.row.protocol = {"requested_revision": settings.requested_revision,
+                                   "negotiated_revision": None}
+            if server.command is not None:
+                server.row.command = server.command.record()
+        if any(s.measurable and s.transport == "http" for s in servers):
+            for server in servers:
+                if server.transport == "stdio":
+                    server.row.skip_block("http", "a stdio server (its figures are the stdio "
+                                                  "rows)")
+        live = {steps.transport: _loop([s for s in servers if s.measurable
+                                        and s.transport == steps.transport], steps, ceiling,
+                                       settings, order, results, progress, on_update)
+                for steps in STEPS}
+        _all_at_once(live["stdio"], settings, results, progress, on_update, budget, sessions)
         if sessions is not None:
             _shared(servers, sessions, settings, results, progress, on_update)
+        on_update(results)  # also a run where nothing could be measured
     except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
         if isinstance(stop.code, int) and stop.code > 128:
             name = signal.Signals(stop.code - 128).name
@@ -100,6 +121,174 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
             on_update(results)
         raise
     return results
+
+
+def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Settings,
+          order: str, results: Results, progress: Progress,
+          on_update: Callable[[Results], None]) -> list[Server]:
+    """Every step of one transport's servers (``live``: measurable, that transport), in
+    order: ``steps.prepare``; the cold starts ("handshake"; a warm-up run, with the whole
+    --timeout, absorbs a first npx/uvx download, which a short protocol probe would cut
+    off); the revision matrix, its probes waiting what the cold starts say; the modern-era
+    series of the servers that speak it and the transport's other series; per server the
+    tool session, its tokens and ``steps.after_session``; ``steps.row_wide``; each row
+    finished (``_finish``) after its last step. Returns the servers it measured."""
+    if not live:
+        return []
+    steps.prepare(live, settings, progress)
+    live = [s for s in live if s.measurable]  # unevicted runs must not pass as cold
+    on_update(results)
+    spawned = [s for s in live if s.command is not None]
+    _cold_starts(spawned, steps, settings, order, results, progress, on_update, "handshake")
+    for index, server in enumerate(live, 1):
+        if not server.never_started:
+            progress(Step(f"[{index}/{len(live)}] {server.row.name}: {steps.labels['matrix']}",
+                          "matrix", server.row.name))
+            guard(server, lambda s=server: matrix(s, settings, steps.labels["handshake"],
+                                                  s.spawning(settings)))
+    modern = [s for s in spawned if revisions.speaks_modern(s.row.protocol or {})]
+    _cold_starts(modern, steps, settings, order, results, progress, on_update, "modern")
+    for series in steps.series:
+        _cold_starts([s for s in spawned if not s.never_started], steps, settings, order,
+                     results, progress, on_update, series)
+    floor = floor_of(live, steps.floor)
+    for index, server in enumerate(live, 1):
+        if not server.never_started:
+            say = lambda text, n=server.row.name, i=index: progress(
+                Step(f"[{i}/{len(live)}] {n}: {text}", "session", n))
+            guard(server, lambda s=server: tool_session(s.command, s.spawning(settings), s.row,
+                                                        s.skips, s.traffic, say))
+            tokens.fill(server.row, server.runs)
+            steps.after_session(server, settings, say)
+        if steps.row_wide is None:
+            _finish(server, settings, results.environment, floor)
+        on_update(results)
+    if steps.row_wide is not None:
+        steps.row_wide(live, ceiling, settings, results, progress, on_update)
+        for server in live:
+            _finish(server, settings, results.environment, floor)
+        on_update(results)
+    return live
+
+
+def _cold_starts(servers: list[Server], steps: Steps, settings: Settings, order: str,
+                 results: Results, progress: Progress, on_update: Callable[[Results], None],
+                 kind: str) -> None:
+    """Warm-up and counted runs of one kind of series for each server, in ``order``:
+    "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
+    share its rounds in either order: ``run_order``), "modern" (``modern_run``) or "dual"
+    (stdio_steps.dual_run), each on the server's own transport (``Server.spawning``). Each
+    run is recorded in ``results.run_sequence`` (the series' name after ``steps.tag``). A
+    server whose run fails keeps its samples and leaves the later rounds (a direct or
+    offline run that fails stops only its own series). The results are rewritten after
+    each round (interleaved) or server (sequential)."""
+    runs = {"handshake": _one_run, "modern": modern_run, "dual": stdio_steps.dual_run}
+    entries = {}
+    for server in servers:
+        entries[server.row.name] = (server, kind)
+        if kind == "handshake" and server.launch is not None:
+            entries.update({f"{server.row.name} ({extra})": (server, extra)
+                            for extra in server.launch.series()})
+
+    def server_of(name: str) -> str:
+        return entries[name][0].row.name
+
+    def group(run: tuple[int, str]):
+        return run[0] if order == "interleave" else server_of(run[1])
+
+    sequence = run_order(list(entries), settings.warmup + settings.runs, order, settings.seed,
+                         server_of)
+    for position, (round_, name) in enumerate(sequence):
+        server, series = entries[name]
+        if server.stopped:
+            continue
+        warmup = round_ < settings.warmup
+        label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
+                 else f"run {round_ - settings.warmup + 1}/{settings.runs}")
+        what = steps.labels[series]
+        progress(Step(f"{name}: {what} {label}", "cold start", server.row.name, position,
+                      len(sequence)))
+        results.run_sequence.append({"series": steps.tag + series, "round": round_,
+                                     "server": server.row.name, "warmup": warmup})
+        if series in ("direct", "offline"):
+            launcher.run(server.launch, series, server.command, settings, round_,
+                         server.before_spawn, server.traffic)
+        elif not guard(server, lambda: runs[series](server, server.spawning(settings), warmup,
+                                                    what), f"{what} {label}: "):
+            server.stopped = True
+        _summarize(server, steps)
+        if position + 1 == len(sequence) or \
+                group(sequence[position + 1]) != group(sequence[position]):
+            on_update(results)
+
+
+def _one_run(server: Server, settings: Settings, warmup: bool, _what: str) -> None:
+    """One cold start of the initialize era with its phases, on a fresh spawn of
+    ``settings.spawner``."""
+    sample = cold_start(server.command, settings, server.skips, server.before_spawn)
+    sample["warmup"] = warmup
+    server.runs.append(sample)
+    server.traffic.merge(sample["traffic"])
+    server.row.orphans += sample["shutdown"].orphans
+
+
+def modern_run(server: Server, settings: Settings, warmup: bool, what: str) -> None:
+    """The two modern-era cold starts (2026-07-28), each on a fresh spawn of
+    ``settings.spawner``: to the ``server/discover`` answer, and to the answer of a
+    ``tools/call`` sent first; a failure stops that series with its cause after ``what``
+    (the series' label)."""
+    call = server.small_call(settings)
+    firsts = {"discover": modern_request("server/discover")}
+    if call is not None:
+        firsts["first_call"] = modern_request("tools/call", call.params(SMALL_TEXT))
+    for series, request in firsts.items():
+        if series in server.skips:
+            continue
+        method = "server/discover" if series == "discover" else f"tools/call {call.name}"
+        ms, ended, traffic, error = modern_start(server.command, settings, request, method,
+                                                 server.before_spawn)
+        if ended is not None:
+            server.row.orphans += ended.orphans
+            server.traffic.merge(traffic)
+        if error is not None:
+            server.skips.note(series, f"{what} ({series}): {error}")
+            continue
+        server.modern[series].append((ms, warmup))
+
+
+def _summarize(server: Server, steps: Steps) -> None:
+    """The runs so far into the row (rewritten after every run): the transport's series
+    blocks, and the last answer's revision, server info and capabilities."""
+    row, runs = server.row, server.runs
+    if not runs:
+        return
+    steps.summarize(server)
+    last = runs[-1]
+    row.protocol["negotiated_revision"] = last.get("negotiated_revision")
+    row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
+
+
+def _all_at_once(live: list[Server], settings: Settings, results: Results, progress: Progress,
+                 on_update: Callable[[Results], None], budget: list[float] | None,
+                 sessions: int | None) -> None:
+    """The stdio servers started all at once: as an editor does (``budget``: its limits),
+    and ``sessions`` copies of each (copies.py); those that never started are listed."""
+    started = [s for s in live if not s.never_started]
+    if budget is not None and live:
+        progress(Step(f"{len(started)} server(s) started all at once, as an editor does",
+                      "startup"))
+        _editor_start(started, [s for s in live if s not in started], settings, budget,
+                      results, progress)
+        on_update(results)
+    if sessions is not None and started:
+        from .copies import guarded, measure_sessions
+
+        progress(Step(f"{sessions} copies of {len(started)} server(s) started all at once, "
+                      "as that many sessions do", "startup"))
+        copies = [(s.row.name, s.command) for s in started]
+        results.startup = {**(results.startup or {}), "sessions": guarded(
+            measure_sessions, copies, sessions, settings, progress)}
+        on_update(results)
 
 
 def cut_short(server: Server, runs: int, signal_name: str) -> str:
@@ -114,108 +303,7 @@ def cut_short(server: Server, runs: int, signal_name: str) -> str:
                else "; stopped in the tool session"))
 
 
-def _measure(servers: list[Server], settings: Settings, order: str, results: Results,
-             progress: Progress, on_update: Callable[[Results], None],
-             budget: list[float] | None, sessions: int | None) -> None:
-    """The steps of ``measure``, in order, filling ``results``."""
-    for server in servers:
-        server.row.protocol = {"requested_revision": settings.requested_revision,
-                               "negotiated_revision": None}
-        if server.command is not None:
-            server.row.command = server.command.record()
-    live = [s for s in servers if s.measurable and s.transport == "stdio"]
-    if settings.cache_state == "cold":
-        for server in live:
-            _guard(server, lambda s=server: _cold_cache(s, settings))
-        live = [s for s in live if s.measurable]  # unevicted runs must not pass as cold
-    on_update(results)
-    _resolve_launchers(live, settings, progress)
-    # the cold starts come first: a warm-up run, with the whole --timeout, absorbs a first
-    # npx/uvx download, which a short protocol probe would cut off (and npx's cache with it)
-    _cold_starts(live, settings, order, results, progress, on_update, "handshake")
-    for index, server in enumerate(live, 1):
-        if not _could_not_start(server):
-            progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix",
-                          "matrix", server.row.name))
-            _guard(server, lambda s=server: matrix(s, settings, "cold start"))
-    modern = [s for s in live if revisions.speaks_modern(s.row.protocol)]
-    _cold_starts(modern, settings, order, results, progress, on_update, "modern")
-    _cold_starts([s for s in live if not _could_not_start(s)], settings, order, results,
-                 progress, on_update, "dual")
-    for index, server in enumerate(live, 1):
-        if not _could_not_start(server):
-            step = lambda text, n=server.row.name: progress(
-                Step(f"[{index}/{len(live)}] {n}: {text}", "session", n))
-            _guard(server, lambda s=server: tool_session(s.command, settings, s.row, s.skips,
-                                                         s.traffic, step))
-            step("caching hints")
-            _sizing(server, settings)
-        _finish(server, settings, results.environment,
-                floor_of(live, lambda row: row.handshake_ms))
-        server.done = True
-        on_update(results)
-    started = [s for s in live if not _could_not_start(s)]
-    if budget is not None and live:
-        progress(Step(f"{len(started)} server(s) started all at once, as an editor does",
-                      "startup"))
-        _guard_startup(started, [s for s in live if s not in started], settings, budget,
-                       results, progress)
-        on_update(results)
-    if sessions is not None and started:
-        from .copies import guarded, measure_sessions
-
-        progress(Step(f"{sessions} copies of {len(started)} server(s) started all at once, "
-                      "as that many sessions do", "startup"))
-        copies = [(s.row.name, s.command) for s in started]
-        results.startup = {**(results.startup or {}), "sessions": guarded(
-            measure_sessions, copies, sessions, settings, progress)}
-        on_update(results)
-
-
-def _measure_http(servers: list[Server], ceiling: Server | None, settings: Settings,
-                  order: str, results: Results, progress: Progress,
-                  on_update: Callable[[Results], None]) -> None:
-    """The Streamable HTTP servers' steps (http_steps.py), then each one's row finished."""
-    from .http_steps import measure_http
-
-    live = [s for s in servers if s.measurable and s.transport == "http"]
-    if not live:
-        return
-    for server in servers:
-        if server.transport == "stdio":
-            server.row.skip_block("http", "a stdio server (its figures are the stdio rows)")
-    measure_http(live, ceiling, settings, order, results, progress, on_update)
-    floor = floor_of(live, lambda row: dig(row.http, "start_ms.initialize"))
-    for server in live:
-        _finish(server, settings, results.environment, floor)
-        server.done = True
-    on_update(results)
-
-
-def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
-            progress: Progress, on_update: Callable[[Results], None]) -> None:
-    """One HTTP process for ``n`` sessions (shared_process.py), for each spawned HTTP server that
-    started, set beside the ``n`` stdio copies of the same language's server
-    (``startup.sessions.shared[NAME].stdio_peer``)."""
-    from . import shared_process
-    from .copies import guarded
-
-    http = [s for s in servers if s.transport == "http" and s.command is not None
-            and s.measurable]
-    if not http:
-        return
-    peers = {s.row.language: s.row.name for s in servers
-             if s.transport == "stdio" and s.row.language}
-    block = {"n": n, **(results.startup or {}).get("sessions", {}), "shared": {}}
-    for server in http:
-        progress(Step(f"{server.row.name}: one process serving {n} sessions at once", "startup"))
-        found = guarded(shared_process.measure_shared, server, n, settings, progress)
-        block["shared"][server.row.name] = {**found, "stdio_peer": peers.get(server.row.language)}
-        results.startup = {**(results.startup or {}), "sessions": block}
-        on_update(results)
-
-
-def _guard_startup(started: list[Server], failed: list[Server], settings: Settings,
+def _editor_start(started: list[Server], failed: list[Server], settings: Settings,
                    budget: list[float], results: Results, progress: Progress) -> None:
     """The all-at-once startup of the servers that started (``failed``: those that could not,
     listed under every limit); a failure there is a warning of the run, never a lost row."""
@@ -238,203 +326,25 @@ def _guard_startup(started: list[Server], failed: list[Server], settings: Settin
         results.startup = {"error": str(err)}
 
 
-def _cold_cache(server: Server, settings: Settings) -> None:
-    """Make every cold start of ``server`` start with its files out of the page cache: learn
-    the files a warm run maps (one spawn), then evict them all before each spawn and record
-    what was evicted and what stayed (``page_cache``)."""
-    from .page_cache import evict, mapped_files, server_files
+def _shared(servers: list[Server], n: int, settings: Settings, results: Results,
+            progress: Progress, on_update: Callable[[Results], None]) -> None:
+    """One HTTP process for ``n`` sessions (shared_process.py), for each spawned HTTP server that
+    started, set beside the ``n`` stdio copies of the same language's server
+    (``startup.sessions.shared[NAME].stdio_peer``)."""
+    from . import shared_process
+    from .copies import guarded
 
-    first = initialize_request(settings.requested_revision)
-    with spawn.started([(server.command, first)], settings, timed=False) as (session,):
-        session.wait(1, settings.timeout_s)
-        mapped = []
-        for proc in session.processes.scan():
-            try:
-                mapped += mapped_files(proc.pid)
-            except OSError:
-                continue
-    files = server_files(os.fsdecode(session.transport.prepared.path), server.artifacts, mapped)
-    record = {"files": len(files), "evicted_bytes": [], "resident_bytes": [],
-              "resident_note": None}
-    server.row.page_cache = record
-
-    def evict_now() -> None:
-        done = evict(files)
-        record["evicted_bytes"].append(done["evicted_bytes"])
-        record["resident_bytes"].append(done["resident_bytes"])
-        record["resident_note"] = record["resident_note"] or done["resident_note"]
-
-    server.before_spawn = evict_now
-
-
-SERIES = {"handshake": "cold start", "modern": "modern-era cold start",
-          "direct": "direct cold start", "offline": "offline cold start",
-          "dual": "dual-era cold start"}
-"""The series of the rounds, as progress and causes name them."""
-
-
-def _cold_starts(servers: list[Server], settings: Settings, order: str, results: Results,
-                 progress: Progress, on_update: Callable[[Results], None],
-                 kind: str) -> None:
-    """Warm-up and counted runs of one kind of series for each server, in ``order``:
-    "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
-    share its rounds in either order: ``run_order``), "modern" (``modern_run``) or "dual"
-    (``_dual_run``). Each run is recorded in ``results.run_sequence``. A server whose run
-    fails keeps its samples and leaves the later rounds (a direct or offline run that fails
-    stops only its own series)."""
-    runs = {"handshake": _one_run, "modern": modern_run, "dual": _dual_run}
-    entries = {}
-    for server in servers:
-        entries[server.row.name] = (server, kind)
-        if kind == "handshake" and server.launch is not None:
-            entries.update({f"{server.row.name} ({extra})": (server, extra)
-                            for extra in server.launch.series()})
-
-    def server_of(name: str) -> str:
-        return entries[name][0].row.name
-
-    def group(run: tuple[int, str]):  # the results are rewritten after each: a round, a server
-        return run[0] if order == "interleave" else server_of(run[1])
-
-    sequence = run_order(list(entries), settings.warmup + settings.runs, order, settings.seed,
-                         server_of)
-    for position, (round_, name) in enumerate(sequence):
-        server, series = entries[name]
-        if server.stopped:
-            continue
-        warmup = round_ < settings.warmup
-        label = (f"warm-up {round_ + 1}/{settings.warmup}" if warmup
-                 else f"run {round_ - settings.warmup + 1}/{settings.runs}")
-        what = SERIES[series]
-        progress(Step(f"{name}: {what} {label}", "cold start", server.row.name, position,
-                      len(sequence)))
-        results.run_sequence.append({"series": series, "round": round_,
-                                     "server": server.row.name, "warmup": warmup})
-        if series in ("direct", "offline"):
-            launcher.run(server.launch, series, server.command, settings, round_,
-                         server.before_spawn, server.traffic)
-        elif not _guard(server, lambda: runs[series](server, settings, warmup),
-                        f"{what} {label}: "):
-            server.stopped = True
-        _summarize(server)
-        if position + 1 == len(sequence) or \
-                group(sequence[position + 1]) != group(sequence[position]):
-            on_update(results)
-
-
-def _resolve_launchers(servers: list[Server], settings: Settings, progress: Progress) -> None:
-    """For each server started through a launcher (launcher.plan), one untimed start that
-    reads the command the launcher resolves to (launcher.resolve_started)."""
-    for server in servers:
-        server.launch = launcher.plan(server.command)
-    launched = [s for s in servers if s.launch is not None]
-    for index, server in enumerate(launched, 1):
-        progress(Step(f"[{index}/{len(launched)}] {server.row.name}: what "
-                      f"{server.launch.kind} starts", "cold start", server.row.name))
-        launcher.resolve_started(server.launch, server.command, settings)
-
-
-def _dual_run(server: Server, settings: Settings, warmup: bool) -> None:
-    """One dual-era cold start (dual_era.py); a failure ends the series (its cause in the
-    row's ``dual_era`` block) and fails the row at its end, as the modern series does."""
-    if server.dual_error is not None:
-        return
-    try:
-        server.dual.append((dual_era.dual_start(server.command, settings,
-                                                _call_of(server, settings),
-                                                server.before_spawn, server.traffic), warmup))
-    except SessionError as err:
-        server.dual_error = f"{'warm-up' if warmup else 'run'} {len(server.dual) + 1}: {err}"
-        server.skips.note("dual-era", f"dual-era cold start {server.dual_error}")
-
-
-def _sizing(server: Server, settings: Settings) -> None:
-    """What sizes the server in an editor's setup, once its series and tool session are done:
-    the tool list's tokens (tokens.py), the launcher block, the dual-era block and the
-    caching hints (one untimed start, for a modern server)."""
-    from . import tokens
-
-    row = server.row
-    tokens.fill(row, server.runs)
-    if server.launch is not None:
-        launched = {r: run["handshake"] for r, run in enumerate(server.runs)
-                    if run.get("handshake") is not None}
-        row.launcher = launcher.block(server.launch, launched, settings.warmup, row.memory)
-        if server.launch.direct is None:
-            row.skip_block("launcher.overhead_ms", f"the direct command cannot be resolved: "
-                                                   f"{server.launch.reason}")
-        elif row.launcher["network_each_start"]:
-            row.warnings.append(warn.launcher_network(
-                server.launch.kind, row.launcher["network_ms"]["median"],
-                row.launcher["network_p"]))
-    if server.dual or server.dual_error:
-        row.dual_era = dual_era.block(server.dual, settings, server.dual_error,
-                                      _call_of(server, settings))
-    modern = revisions.speaks_modern(row.protocol or {})
-    found = error = None
-    if modern:
-        try:
-            found = caching_hints.hints(server.command, settings, row.protocol["probe_wait"]["s"],
-                                  server.traffic)
-        except SessionError as err:
-            error = str(err)
-            server.skips.note("caching", f"caching hints: {err}")
-    row.caching = caching_hints.block(found, error, modern, (row.modern_ms or {}).get("first_call"),
-                                (row.phases_ms or {}).get("first_call"))
-
-
-def _one_run(server: Server, settings: Settings, warmup: bool) -> None:
-    """One cold start of the initialize era with its phases, on a fresh spawn."""
-    sample = cold_start(server.command, settings, server.skips, server.before_spawn)
-    sample["warmup"] = warmup
-    server.runs.append(sample)
-    server.traffic.merge(sample["traffic"])
-    server.row.orphans += sample["shutdown"].orphans
-
-
-def modern_run(server: Server, settings: Settings, warmup: bool,
-               label: str = "modern-era cold start") -> None:
-    """The two modern-era cold starts (2026-07-28), each on a fresh spawn of
-    ``settings.spawner`` (stdio, or http_steps's HTTP transport): to the ``server/discover``
-    answer, and to the answer of a ``tools/call`` sent first; a failure stops that series
-    with its cause after ``label``."""
-    call = _call_of(server, settings)
-    firsts = {"discover": modern_request("server/discover")}
-    if call is not None:
-        firsts["first_call"] = modern_request("tools/call", call.params(SMALL_TEXT))
-    for series, request in firsts.items():
-        if series in server.skips:
-            continue
-        what = "server/discover" if series == "discover" else f"tools/call {call.name}"
-        ms, ended, traffic, error = modern_start(server.command, settings, request, what,
-                                                 server.before_spawn)
-        if ended is not None:
-            server.row.orphans += ended.orphans
-            server.traffic.merge(traffic)
-        if error is not None:
-            server.skips.note(series, f"{label} ({series}): {error}")
-            continue
-        server.modern[series].append((ms, warmup))
-
-
-def _stats(pairs: list[tuple[float | None, bool]]) -> dict:
-    return summarize([v for v, w in pairs if v is not None and not w],
-                     [v for v, w in pairs if v is not None and w])
-
-
-def _summarize(server: Server) -> None:
-    """Turn the runs so far into the row's stats blocks (rewritten after every run)."""
-    row, runs = server.row, server.runs
-    if not runs:
-        return
-    row.handshake_ms = _stats([(r["handshake"], r["warmup"]) for r in runs])
-    row.phases_ms = {phase: _stats([(r[phase], r["warmup"]) for r in runs]) for phase in PHASES}
-    last = runs[-1]
-    row.protocol["negotiated_revision"] = last.get("negotiated_revision")
-    row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")
-    if any(server.modern.values()):
-        row.modern_ms = {series: _stats(pairs) if pairs else None
-                         for series, pairs in server.modern.items()}
+    http = [s for s in servers if s.transport == "http" and s.command is not None
+            and s.measurable]
+    peers = {s.row.language: s.row.name for s in servers
+             if s.transport == "stdio" and s.row.language}
+    block = {"n": n, **(results.startup or {}).get("sessions", {}), "shared": {}}
+    for server in http:
+        progress(Step(f"{server.row.name}: one process serving {n} sessions at once", "startup"))
+        found = guarded(shared_process.measure_shared, server, n, settings, progress)
+        block["shared"][server.row.name] = {**found, "stdio_peer": peers.get(server.row.language)}
+        results.startup = {**(results.startup or {}), "sessions": block}
+        on_update(results)
 
 
 def floor_of(servers: list[Server], series: Callable[[ServerResult], dict | None]
@@ -499,15 +409,13 @@ def revisions_only(servers: list[Server], settings: Settings, argv: list[str],
     results = new_results(argv, settings, "sequential", toolchains)
     results.servers = [s.row for s in servers]
     live = [s for s in servers if s.measurable]
-    from .http_steps import http_settings
-
     for index, server in enumerate(live, 1):
         server.row.protocol = {"requested_revision": settings.requested_revision}
         server.row.command = server.command.record()
         progress(Step(f"[{index}/{len(live)}] {server.row.name}: revision matrix", "matrix",
                       server.row.name))
-        probes = http_settings(server, settings) if server.transport == "http" else settings
+        probes = server.spawning(settings)
         if first_start(server, probes):  # an HTTP recipe's over HTTP
-            _guard(server, lambda s=server, p=probes: matrix(s, settings, "first start", p))
+            guard(server, lambda s=server, p=probes: matrix(s, settings, "first start", p))
             none_supported(server.row)
     return results

@@ -58,8 +58,36 @@ class Server:
         return ((self.command is not None or self.url is not None) and self.row.status == "ok"
                 and not self.stopped)
 
+    @property
+    def never_started(self) -> bool:
+        """A spawned server none of whose cold starts got an initialize answer (a server
+        already running, a URL, has no cold starts and is never "not started")."""
+        return self.command is not None and not any(
+            run.get("handshake") is not None for run in self.runs)
 
-def _guard(server: Server, step: Callable[[], None], prefix: str = "") -> bool:
+    def spawning(self, settings: Settings, cpus: frozenset[int] | None = None) -> Settings:
+        """``settings`` whose spawner makes this server's transport: ``settings.spawner``
+        (stdio) as it is, or for an HTTP server ``settings.http_spawner`` on the spawned
+        command (its endpoint at ``endpoint_path``, the process pinned to ``cpus``) or on
+        the URL, with the server's ``headers``."""
+        if self.transport != "http":
+            return settings
+        make = settings.http_spawner
+        if self.url is not None:
+            return replace(settings, spawner=lambda _command: make(
+                url=self.url, headers=self.headers))
+        return replace(settings, spawner=lambda command: make(
+            command, headers=self.headers, cpus=cpus, path=self.endpoint_path))
+
+    def small_call(self, settings: Settings) -> ToolCall | None:
+        """The small call of the modern and dual-era series: ``settings.call`` or
+        reverse_text, where the server lists it (None: no tool to call, or no listing yet)."""
+        listing = next((r["tools"] for r in reversed(self.runs) if r.get("tools")), None)
+        call = settings.call or ToolCall()
+        return call if listing and listing.find(call.name) else None
+
+
+def guard(server: Server, step: Callable[[], None], prefix: str = "") -> bool:
     """Run one step of a server; its failure fails the row (the cause after ``prefix``),
     never the run. Returns False when it failed."""
     try:
@@ -72,19 +100,6 @@ def _guard(server: Server, step: Callable[[], None], prefix: str = "") -> bool:
     else:
         return True
     return False
-
-
-def _could_not_start(server: Server) -> bool:
-    """True when no cold start of the server got an initialize answer."""
-    return not any(run.get("handshake") is not None for run in server.runs)
-
-
-def _call_of(server: Server, settings: Settings) -> ToolCall | None:
-    """The small call of the modern and dual-era series: ``settings.call`` or reverse_text,
-    where the server lists it (None: no tool to call, or no listing yet)."""
-    listing = next((r["tools"] for r in reversed(server.runs) if r.get("tools")), None)
-    call = settings.call or ToolCall()
-    return call if listing and listing.find(call.name) else None
 
 
 def from_build(build, settings: Settings, require_all: bool = False) -> Server:

@@ -68,13 +68,11 @@ def one_round(server, copies: int, settings: Settings, read_memory: bool) -> dic
     Raises:
         SessionError: the server cannot be started, or a client got no usable answer.
     """
-    from .http_steps import http_settings
-
     first = initialize_request(settings.requested_revision)
     out = {"copies": copies, "ready_ms": None, "memory": None, "settled": None,
            "settle_s": None}
     others = []
-    with spawn.started([(server.command, first)], http_settings(server, settings),
+    with spawn.started([(server.command, first)], server.spawning(settings),
                        timed=True) as (session,):
         transport = session.transport
         try:

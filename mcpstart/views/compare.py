@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .. import warnings as warn
 from ..defaults import ALPHA, THRESHOLD_PCT
 from ..results import dig, is_floor
-from ..stats import is_number, mann_whitney_greater, smallest_p, summarize
+from ..stats import is_number, slower, smallest_p, summarize
 
 SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
           "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms",
@@ -87,31 +87,9 @@ def _ratio(old: float, new: float) -> float | None:
 
 def _series_row(name: str, metric: str, old: list[float], new: list[float], alpha: float,
                 threshold_pct: float) -> Row:
-    old_median, new_median = summarize(old)["median"], summarize(new)["median"]
-    u, p = mann_whitney_greater(old, new)
-    row = Row(name, metric, old_median, new_median, "ok", ratio=_ratio(old_median, new_median),
-              u=u, p=p, n_old=len(old), n_new=len(new))
-    slower = new_median > old_median * (1 + threshold_pct / 100)
-    if smallest_p(len(old), len(new)) > alpha:
-        row.verdict = "too few runs"
-    elif p <= alpha and slower:
-        row.verdict, row.regression = "regression", True
-    elif p <= alpha:
-        row.verdict = f"slower, within {threshold_pct:g}%"
-    elif slower:  # the medians would make it a finding the test does not confirm
-        row.verdict = f"inconclusive (p = {p:.2g})"
-    return row
-
-
-def slower(old: list[float], new: list[float], alpha: float = ALPHA,
-           threshold_pct: float = THRESHOLD_PCT) -> Row:
-    """compare's test and threshold applied to any two samples (ms), NEW against OLD: the
-    medians, their ratio and the exact one-sided Mann-Whitney U test; ``verdict``
-    "regression" (p <= alpha and NEW's median more than ``threshold_pct`` percent above
-    OLD's), "slower, within N%" (p <= alpha, the median within it), "inconclusive (p = P)"
-    (the median above it, p above alpha), "too few runs" (p can never reach alpha) or "ok"
-    (the median within it, p above alpha: not a regression whatever the test)."""
-    return _series_row("", "", old, new, alpha, threshold_pct)
+    test = slower(old, new, alpha, threshold_pct)
+    return Row(name, metric, test.old_median, test.new_median, test.verdict, test.regression,
+               test.ratio, test.u, test.p, len(old), len(new))
 
 
 def _status_row(name: str, old: dict, new: dict) -> Row | None:

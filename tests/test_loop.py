@@ -1,0 +1,52 @@
+"""The one run loop (measure/run.py) for both transports, on scripted servers and a virtual
+clock: a stdio server and a Streamable HTTP server go through the same rounds, warm-ups,
+revision matrix, modern-era series and tool session, each on its own transport's spawner,
+and each row holds its transport's blocks."""
+
+from mcpstart.command import Command
+from mcpstart.measure import run
+from mcpstart.measure.server import Server
+from mcpstart.results import ServerResult
+
+from conftest import fast
+from scripted import ScriptedTransport, Spawner, Timed
+
+
+class Slow(Timed):
+    """Answers every message 40 ms (virtual) after it."""
+
+    def __init__(self):
+        super().__init__(0.040)
+
+
+def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner():
+    stdio = Spawner({"slow": Slow})
+    made = []
+
+    def http_spawner(command=None, *, url=None, headers=None, cpus=None, path="/mcp"):
+        made.append((command.argv if command else url, path))
+        return ScriptedTransport(Slow())
+
+    settings = fast(spawner=stdio, http_spawner=http_spawner, runs=3, warmup=1, round_trips=2,
+                    payload_bytes=2000, http_sessions=0, load_s=0, order="interleave")
+    servers = [Server(ServerResult("s"), Command(["slow"])),
+               Server(ServerResult("h", "http"), Command(["slow", "{port}"]), transport="http",
+                      endpoint_path="/rpc")]
+    results = run.measure(servers, settings, ["mcpstart", "measure"], {})
+    s, h = results.servers
+    assert (s.status, h.status) == ("ok", "ok"), (s.reason, h.reason)
+    assert s.handshake_ms["n"] == 3 and s.handshake_ms["warmup_samples"] == [40.0]
+    assert s.handshake_ms["median"] == 40.0 and s.http is None
+    start = h.http["start_ms"]
+    assert start["initialize"]["n"] == 3 and start["initialize"]["median"] == 40.0
+    assert h.handshake_ms is None and "handshake_ms" in h.not_measured
+    sequence = [(r["series"], r["server"]) for r in results.run_sequence]
+    assert sequence.count(("handshake", "s")) == sequence.count(("http_handshake", "h")) == 4
+    assert [(p["requested"], p["verdict"]) for p in s.protocol["matrix"]] == \
+        [(p["requested"], p["verdict"]) for p in h.protocol["matrix"]]
+    assert s.round_trip_ms["n"] == h.round_trip_ms["n"] == 2
+    assert made and all(path == "/rpc" for _, path in made)
+    assert [name for name, _ in stdio.made] and all(name == "slow" for name, _ in stdio.made)
+    assert s.modern_ms["discover"]["n"] == start["discover"]["n"] == 3
+    assert sequence.count(("modern", "s")) == sequence.count(("http_modern", "h")) == 4
+    assert sequence.count(("dual", "s")) == 4 and ("http_dual", "h") not in sequence
