@@ -3,6 +3,7 @@ transport, and toy recipes written as real TOML files."""
 
 import copy
 import importlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -71,7 +72,16 @@ def unavailable(reason: str) -> None:
     fail it instead. Every skip of the suite goes through here."""
     if REQUIRE_ALL:
         pytest.fail(f"{reason} (MCPSTART_REQUIRE_ALL=1)")
-    pytest.skip(f"{reason} (set MCPSTART_REQUIRE_ALL=1 to fail instead)")
+    pytest.skip(f"{reason} (set MCPSTART_REQUIRE_ALL=1 to fail instead)",
+                allow_module_level=True)
+
+
+def require_modules(*names: str, extra: str = "test") -> None:
+    """``unavailable`` unless every module of ``names`` (optional dependencies, installed by
+    the pyproject.toml extra ``extra``) can be imported; at module level it skips the module."""
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    if missing:
+        unavailable(f"not installed: {', '.join(missing)} (pip install 'mcpstart[{extra}]')")
 
 
 def require_programs(*programs: str) -> None:

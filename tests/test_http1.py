@@ -13,7 +13,10 @@ import time
 
 import httptools
 import pytest
-from hypothesis import given, settings, strategies as st
+from conftest import require_modules
+
+require_modules("hypothesis")  # the test extra's property-based engine
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from mcpstart.measure.client import initialize_result, result_of
 from mcpstart.transports.http import MAX_CONNECTIONS, HttpTransport

@@ -24,7 +24,10 @@ from pathlib import Path
 
 import psutil
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import require_modules
+
+require_modules("hypothesis")  # the test extra's property-based engine
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from mcpstart.command import Command
 from mcpstart.measure import run
