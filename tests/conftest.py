@@ -61,9 +61,9 @@ def start(command: Command, request: dict | None = None, wait_s: float = 0.0,
 
 @pytest.fixture(autouse=True)
 def fast_waits(request, monkeypatch):
-    """Commands run with FAST's waits, except in the end-to-end tier (which measures with the
-    defaults a user gets)."""
-    if request.node.get_closest_marker("e2e") is None:
+    """Commands run with FAST's waits, in both tiers, except a test marked ``default_waits``
+    (one that is about the waits a user gets)."""
+    if request.node.get_closest_marker("default_waits") is None:
         monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
 
 
