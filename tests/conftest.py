@@ -3,6 +3,7 @@ transport, and toy recipes written as real TOML files."""
 
 import copy
 import importlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -60,9 +61,9 @@ def start(command: Command, request: dict | None = None, wait_s: float = 0.0,
 
 @pytest.fixture(autouse=True)
 def fast_waits(request, monkeypatch):
-    """Commands run with FAST's waits, except in the end-to-end tier (which measures with the
-    defaults a user gets)."""
-    if request.node.get_closest_marker("e2e") is None:
+    """Commands run with FAST's waits, in both tiers, except a test marked ``default_waits``
+    (one that is about the waits a user gets)."""
+    if request.node.get_closest_marker("default_waits") is None:
         monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
 
 
@@ -71,7 +72,16 @@ def unavailable(reason: str) -> None:
     fail it instead. Every skip of the suite goes through here."""
     if REQUIRE_ALL:
         pytest.fail(f"{reason} (MCPSTART_REQUIRE_ALL=1)")
-    pytest.skip(f"{reason} (set MCPSTART_REQUIRE_ALL=1 to fail instead)")
+    pytest.skip(f"{reason} (set MCPSTART_REQUIRE_ALL=1 to fail instead)",
+                allow_module_level=True)
+
+
+def require_modules(*names: str, extra: str = "test") -> None:
+    """``unavailable`` unless every module of ``names`` (optional dependencies, installed by
+    the pyproject.toml extra ``extra``) can be imported; at module level it skips the module."""
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    if missing:
+        unavailable(f"not installed: {', '.join(missing)} (pip install 'mcpstart[{extra}]')")
 
 
 def require_programs(*programs: str) -> None:

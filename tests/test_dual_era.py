@@ -11,7 +11,7 @@ from mcpstart.measure import caching_hints, run
 from mcpstart.results import ServerResult
 from mcpstart.views.table import table
 
-from conftest import fast
+from conftest import fast, require_modules
 from scripted import GoodServer, Out, Spawner
 
 
@@ -148,6 +148,11 @@ def test_a_client_may_defer_the_spawn_only_for_fresh_hints():
     shown = cells(measure.results, "may show cached tools, spawn at the first call")
     assert shown["cached"] == "yes (ttl 300 s); first call 0.00 ms"
     assert shown["legacy"] == "no; first call 0.00 ms"
+
+
+def test_the_tool_caps_note_counts_the_servers_tools_together():
+    require_modules("bpe_openai", extra="tokens")  # the note counts tokens
+    measure({"cached": Cached, "stale": Stale, "legacy": Legacy})
     text = table(measure.results.to_dict())
     assert "Tool caps: 3 server(s) list 3 tool(s) together, 120 tokens" in text
     assert "- Cursor (cap 40 tools): together they fit" in text

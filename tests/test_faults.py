@@ -120,6 +120,7 @@ def test_content_length_reply_is_diagnosed_as_lsp_framing(fake):
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_silent_lsp_server_is_diagnosed_not_a_bare_timeout(fake):
     start = time.monotonic()
     with pytest.raises(SessionError) as err:
@@ -147,6 +148,7 @@ def test_slow_start_within_timeout_succeeds(fake):
     assert handshake(fake("--slow-start", "0.5"))["handshake"] >= 500
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_slow_start_past_timeout_fails_with_stderr(fake):
     start = time.monotonic()
     with pytest.raises(NoAnswer) as err:
@@ -157,6 +159,7 @@ def test_slow_start_past_timeout_fails_with_stderr(fake):
 
 
 # 7. exits at once
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_exit_at_once_reports_code_time_and_stderr(fake):
     start = time.monotonic()
     with pytest.raises(Exited) as err:
@@ -256,6 +259,7 @@ def test_cannot_start_missing_program():
         start(Command(["true"], "/nonexistent"))
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_endless_line_fails_without_buffering_it_all(monkeypatch):
     monkeypatch.setattr("mcpstart.transports.framing.MAX_LINE_BYTES", 1 << 20)
     writer = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
@@ -266,6 +270,7 @@ def test_endless_line_fails_without_buffering_it_all(monkeypatch):
 
 
 # 12. answers that are almost right: accepted at once with a note, or failed at once
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 @pytest.mark.parametrize("switch, note", [
     ("--batch", "answered in a JSON-RPC batch array"),
     ("--no-jsonrpc", 'answered with no "jsonrpc" member'),
@@ -280,6 +285,7 @@ def test_almost_right_answers_are_accepted_with_a_warning(fake, switch, note):
     assert any(note in n for n in notes), notes
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 @pytest.mark.parametrize("raw, cause", [
     ('{"jsonrpc":"2.0","id":{id},"result":{"protocolVersion":"x"},"error":{"code":1,"message":"m"}}',
      'initialize: the answer has both "result" and "error"'),
@@ -299,6 +305,7 @@ def test_unusable_answers_fail_at_once_naming_what_was_wrong(fake, raw, cause):
     assert str(err.value).startswith(cause), str(err.value)
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_pretty_printed_answer_fails_at_once_with_the_line_count(fake):
     start = time.monotonic()
     with pytest.raises(SessionError) as err:
@@ -310,6 +317,7 @@ def test_pretty_printed_answer_fails_at_once_with_the_line_count(fake):
         "needs one message per line")
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_an_id_never_sent_fails_at_once(fake):
     """While one request is pending, an answer with an id mcpstart never sent is evidently
     its answer, misnumbered: no client can match it, so the wait ends at once."""
@@ -339,6 +347,7 @@ def test_a_cursor_that_never_advances_stops_with_a_warning(fake):
                       "followed"} in row.warnings
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_the_all_at_once_start_follows_pages_and_stops_a_looping_cursor(fake):
     settings = fast(timeout_s=5)
     started = time.monotonic()
@@ -363,6 +372,7 @@ def test_launcher_row_is_measured_on_its_descendants(fake):
 
 
 # 15. failures late in the session keep everything measured before
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_tool_error_on_the_large_call_keeps_the_rest(fake):
     start = time.monotonic()
     row, _, error = session_row(fake("--call-error"))
@@ -374,6 +384,7 @@ def test_tool_error_on_the_large_call_keeps_the_rest(fake):
     assert row.shutdown["how"] == "eof"
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_exit_on_the_large_line_keeps_the_rest(fake):
     start = time.monotonic()
     row, _, error = session_row(fake("--exit-on-large"))
@@ -385,6 +396,7 @@ def test_exit_on_the_large_line_keeps_the_rest(fake):
 
 
 # 16. a server that answers only initialize
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_unanswered_method_is_named_and_not_asked_again(fake):
     skips = Skips()
     command = fake("--only-initialize")
@@ -398,6 +410,7 @@ def test_unanswered_method_is_named_and_not_asked_again(fake):
     assert time.monotonic() - began < 1 + waits.diagnosis_s + 2 * waits.shutdown_grace_s + 1
 
 
+@pytest.mark.e2e  # a real timing: the stdio transport acts at once on a real pipe
 def test_a_timed_spawn_waits_the_timeout_once_in_all(fake):
     """A timed spawn blocks in Transport.start until the server writes; the wait that
     follows counts from the spawn, so a silent server costs the timeout once, not twice."""

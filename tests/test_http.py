@@ -102,6 +102,7 @@ def test_a_stateless_call_carries_the_2026_headers():
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_an_http_error_status_fails_the_call_at_once():
     session = started("--status", "500")
     try:
@@ -113,6 +114,7 @@ def test_an_http_error_status_fails_the_call_at_once():
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_an_event_stream_that_ends_without_the_answer_fails_at_once():
     session = Session.start(HttpTransport(fake("--sse", "--no-answer-stream")),
                             initialize_request("2025-11-25"), wait_s=10, waits=WAITS)
@@ -125,6 +127,7 @@ def test_an_event_stream_that_ends_without_the_answer_fails_at_once():
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_an_exit_before_answering_is_said_with_its_code():
     session = started("--exit-on-call")
     try:
@@ -144,6 +147,7 @@ def test_a_server_that_is_slow_to_listen_is_waited_for():
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the load engine's real request timeouts
 def test_load_on_a_server_answering_after_10_s_counts_timeouts_and_the_row_stays_ok(tmp_path):
     if load.engine_version() is None:
         unavailable("Locust is not installed (pip install 'mcpstart[http]')")
@@ -255,6 +259,7 @@ def test_one_http_process_holds_n_sessions_at_once_and_one_more_costs_what_it_ho
     assert "+8.0 MiB" in line or "+7.9 MiB" in line or "+8.1 MiB" in line
 
 
+@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     from mcpstart.measure import shared_process
     from mcpstart.measure.copies import guarded

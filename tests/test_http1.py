@@ -13,7 +13,10 @@ import time
 
 import httptools
 import pytest
-from hypothesis import given, settings, strategies as st
+from conftest import require_modules
+
+require_modules("hypothesis")  # the test extra's property-based engine
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from mcpstart.measure.client import initialize_result, result_of
 from mcpstart.transports.http import MAX_CONNECTIONS, HttpTransport
@@ -236,6 +239,7 @@ def handshake(server: RawServer) -> Session:
     return session
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 @pytest.mark.parametrize("framing", ["length", "chunked", "close"])
 def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
     def reply(message, headers):
@@ -257,6 +261,7 @@ def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_at_once():
     def reply(message, headers):
         return json_answer(message, init={**INIT, "protocolVersion": "2025-11-25\r\nX: 1"}), False
@@ -272,6 +277,7 @@ def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 @pytest.mark.parametrize("writes, words", [
     ([b"SSH-2.0-OpenSSH_9.6\r\n"], "cannot be read"),
     ([b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\""],
@@ -286,6 +292,7 @@ def test_bytes_that_are_no_answer_fail_the_request_at_once(writes, words):
         assert time.monotonic() - begun < 2
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_request():
     def reply(message, headers):
         if message.get("id") is None:
@@ -308,6 +315,7 @@ def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_re
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_own():
     def reply(message, headers):
         if message.get("id") is None:
@@ -326,6 +334,7 @@ def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_a_server_that_closes_each_kept_alive_connection_costs_no_wait():
     # closed after each answer, with no Connection: close
     with RawServer(lambda message, headers: (
@@ -340,6 +349,7 @@ def test_a_server_that_closes_each_kept_alive_connection_costs_no_wait():
         session.shutdown()
 
 
+@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_a_url_nothing_listens_on_fails_every_request_at_once():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -31,6 +31,7 @@ def measure(argv: list[str], runs: int, cwd: str | None = None):
     return results.servers[0], results
 
 
+@pytest.mark.e2e  # a real timing: a real shell chain's cost, read from live starts
 @pytest.mark.parametrize("exec_", [False, True], ids=["child", "exec"])
 def test_a_shell_chain_costs_what_it_was_built_to_cost(exec_, tmp_path):
     script = f"sleep {SLEEP_S}; {'exec ' if exec_ else ''}{sys.executable} {FAKE}"
@@ -57,6 +58,7 @@ def test_a_shell_chain_costs_what_it_was_built_to_cost(exec_, tmp_path):
         assert 0 < block["overhead_bytes"] <= block["overhead_rss_bytes"] < 5 * MIB
 
 
+@pytest.mark.e2e  # a real timing: a statistical verdict on live starts
 def test_a_launcher_that_asks_the_network_on_every_start_is_found(tmp_path):
     npx = tmp_path / "npx"
     npx.write_text(NPX)

@@ -23,8 +23,12 @@ import tomllib
 from pathlib import Path
 
 import psutil
+import pytest
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import require_modules
+
+require_modules("hypothesis")  # the test extra's property-based engine
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from mcpstart.command import Command
 from mcpstart.measure import run
@@ -155,6 +159,7 @@ def in_session_order(mutations) -> list[Mutation]:
     return hit + [m for m in mutations if m.method == "server/discover" and m not in hit]
 
 
+@pytest.mark.e2e  # a real timing: real processes' faults end before the timeout
 @settings(max_examples=10, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(real_mutation, min_size=1, max_size=2, unique_by=lambda m: m.method),

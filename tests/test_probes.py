@@ -35,6 +35,7 @@ def test_negotiated_revision_is_recorded_verbatim(fake):
     assert sample["negotiated_revision"] == "2024-11-05"
 
 
+@pytest.mark.e2e  # a real timing: the pause is slept before the clock starts
 def test_pause_comes_before_the_clock(fake):
     start = time.monotonic()
     sample = cold_start(fake(), fast(pause_ms=300), Skips())
@@ -246,6 +247,7 @@ def test_legacy_server_that_exits_on_discover(fake):
     assert "2025-11-25" in protocol["supported_revisions"]
 
 
+@pytest.mark.e2e  # a real timing: a real probe timeout
 def test_discover_that_never_answers_ends_at_the_probe_timeout(fake):
     start = time.monotonic()
     protocol, _, rows = _matrix(fake("--silent-discover"))

@@ -20,7 +20,7 @@ from mcpstart.command import Command
 from conftest import start
 from mcpstart.targets.recipes import load_recipes
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.default_waits]
 
 ROOT = Path(__file__).parent.parent
 RECIPES = ROOT / "build-recipes"

@@ -6,6 +6,7 @@ import sys
 import time
 
 import psutil
+import pytest
 
 from mcpstart.command import Command
 from mcpstart.transports.stdio import StdioTransport, prepare, rehearse
@@ -23,6 +24,7 @@ def test_the_rehearsal_spawns_nothing():
     assert after == before
 
 
+@pytest.mark.e2e  # a real timing: a real pipe's start does not block
 def test_a_first_message_larger_than_the_pipe_arrives_whole():
     message = b"x" * 200_000 + b"\n"  # a pipe holds 64 KiB: most of it is written later
     transport = StdioTransport(Command([sys.executable, "-c", ECHO_LENGTH]))

@@ -147,6 +147,7 @@ def measure(tmp_path, *args):
     return result, (json.loads(out.read_text()) if out.exists() else None)
 
 
+@pytest.mark.e2e  # a real timing: compare's verdict on a live 300 ms difference
 def test_variants_measured_in_one_run_and_compared_within_it(tmp_path):
     """toy@2.0.1 starts 300 ms later than toy@2.0.0: compare of the two variants exits 1;
     the default and toy@2.0.0, the same code built twice, exit 0. A release that does not
