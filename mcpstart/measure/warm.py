@@ -9,7 +9,7 @@ from .. import warnings as warn
 from ..command import Command
 from ..stats import summarize
 from ..transports.session import Exited, NoAnswer, Session, SessionError, Traffic
-from ..wire import (REFERENCE_TOOL, SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
+from ..wire import (SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
 from ..results import ServerResult
 from . import memory, spawn
