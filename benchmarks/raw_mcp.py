@@ -47,7 +47,7 @@ class Stdio:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
         self._next_id = 1
-        self.request("initialize", _initialize_params())
+        self.initialized = self.request("initialize", _initialize_params())
         self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _write(self, message: dict) -> None:
@@ -115,7 +115,7 @@ class Http:
         self.headers = dict(ACCEPT)
         self._next_id = 1
         self._response = None
-        self.request("initialize", _initialize_params())
+        self.initialized = self.request("initialize", _initialize_params())
         self.headers.update({"Mcp-Session-Id": self._response.getheader("Mcp-Session-Id"),
                              "MCP-Protocol-Version": REVISION})
         self.conn.request("POST", "/mcp", json.dumps(

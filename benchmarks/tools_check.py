@@ -1,7 +1,8 @@
 """Are mcpstart's tool figures the server's? The tool count, the tools/list answer's bytes
 (the answers' lines as written, line ends excluded; over HTTP the JSON body or the SSE
-event's data), the merged definitions' bytes (compact JSON), and the tool list's bytes and
-tokens in OpenAI's Chat Completions tools shape (measure/tokens.py: compact JSON, o200k_base),
+event's data), the merged definitions' bytes (compact JSON), the initialize answer's
+instructions (UTF-8 bytes and o200k_base tokens), and the tool list's bytes and tokens in
+OpenAI's Chat Completions tools shape (measure/tokens.py: compact JSON, o200k_base),
 as mcpstart reports them (measure/warm.py ``tool_session``'s ``tools`` block, the tokens from
 a cold start's list by tokens.fill, as a run does), against a raw probe (benchmarks/raw_mcp.py:
 its own tools/list to the last page, its own shaping) counted by tiktoken (OpenAI's
@@ -41,7 +42,8 @@ from mcpstart.transports.session import Traffic
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 """The address tiktoken loads o200k_base from; its cache file is named by this address's SHA-1."""
-FIGURES = ("count", "list_bytes", "definitions_bytes", "tokens_bytes", "tokens")
+FIGURES = ("count", "list_bytes", "definitions_bytes", "tokens_bytes", "tokens",
+           "instructions_bytes", "instructions_tokens")
 
 
 @cache
@@ -83,6 +85,7 @@ def raw_figures(command, transport: str) -> dict[str, int]:
             cursor = answer.message["result"].get("nextCursor")
             if cursor is None:
                 break
+        instructions = plain.initialized.message["result"].get("instructions")
     shaped = compact([{"type": "function", "function": {
         "name": tool["name"], **({"description": tool["description"]}
                                  if tool.get("description") is not None else {}),
@@ -90,7 +93,9 @@ def raw_figures(command, transport: str) -> dict[str, int]:
         for tool in tools])
     return {"count": len(tools), "list_bytes": list_bytes,
             "definitions_bytes": len(compact(tools)), "tokens_bytes": len(shaped),
-            "tokens": len(o200k().encode(shaped.decode(), disallowed_special=()))}
+            "tokens": len(o200k().encode(shaped.decode(), disallowed_special=())),
+            "instructions_bytes": len((instructions or "").encode()),
+            "instructions_tokens": len(o200k().encode(instructions or "", disallowed_special=()))}
 
 
 def mcpstart_figures(command, transport: str) -> dict[str, int]:
@@ -106,7 +111,9 @@ def mcpstart_figures(command, transport: str) -> dict[str, int]:
     block = row.tools
     return {"count": block["count"], "list_bytes": block["list_bytes"],
             "definitions_bytes": block["definitions_bytes"],
-            "tokens_bytes": block["tokens"]["bytes"], "tokens": block["tokens"]["count"]}
+            "tokens_bytes": block["tokens"]["bytes"], "tokens": block["tokens"]["count"],
+            "instructions_bytes": row.instructions["bytes"],
+            "instructions_tokens": row.instructions["tokens"]}
 
 
 def compare(command, transport: str) -> dict[str, dict[str, int]]:

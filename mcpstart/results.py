@@ -52,6 +52,8 @@ class ServerResult:
     as too large (HTTP 413) before, halved each time; ``{tool, refused}`` alone when it
     refused every size (``not_measured.payload`` says which)."""
     tools: dict | None = None
+    instructions: dict | None = None
+    """The initialize answer's ``instructions`` (measure/tokens.py): ``{bytes, tokens}``."""
     footprint: dict | None = None
     protocol: dict | None = None
     shutdown: dict | None = None

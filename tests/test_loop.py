@@ -50,3 +50,37 @@ def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner():
     assert s.modern_ms["discover"]["n"] == start["discover"]["n"] == 3
     assert sequence.count(("modern", "s")) == sequence.count(("http_modern", "h")) == 4
     assert sequence.count(("dual", "s")) == 4 and ("http_dual", "h") not in sequence
+
+
+class Instructed(Slow):
+    """Its initialize answer holds instructions (MCP 2025-03-26)."""
+
+    TEXT = "Reverse texts with reverse_text; é counts two bytes."
+
+    def result(self, method, params):
+        result = super().result(method, params)
+        return {**result, "instructions": self.TEXT} if method == "initialize" else result
+
+    def fresh(self):
+        return Instructed()
+
+
+def test_a_metric_of_both_transports_comes_through_the_one_loop():
+    """The initialize answer's instructions: bytes and tokens on a stdio and an HTTP row."""
+    settings = fast(spawner=Spawner({"i": Instructed}),
+                    http_spawner=lambda command=None, **_: ScriptedTransport(Instructed()),
+                    runs=1, warmup=0, round_trips=0, http_sessions=0, load_s=0)
+    servers = [Server(ServerResult("s"), Command(["i"])),
+               Server(ServerResult("h", "http"), Command(["i", "{port}"]), transport="http")]
+    rows = run.measure(servers, settings, ["mcpstart", "measure"], {}).servers
+    size = len(Instructed.TEXT.encode())
+    assert size == len(Instructed.TEXT) + 1
+    try:
+        from mcpstart.measure.tokens import encode_length
+        tokens = encode_length(Instructed.TEXT)
+    except Exception:
+        tokens = None
+    for row in rows:
+        assert row.instructions == {"bytes": size, "tokens": tokens}, row.name
+        if tokens is None:
+            assert "tokenizer" in row.not_measured["instructions.tokens"]

@@ -28,7 +28,7 @@ def cold_start(command: Command, settings: Settings, skips: Skips,
 
     Returns:
         ``{handshake, first_byte, port, tools_list, first_call, negotiated_revision,
-        server_info, capabilities, tools, shutdown (an Ended), traffic}``: the phases in ms
+        server_info, capabilities, instructions, tools, shutdown (an Ended), traffic}``: the phases in ms
         from just before the spawn (None when not reached; ``port``: the endpoint accepting,
         for a network transport; ``tools_list`` and ``first_call`` by settings.PHASE_RULE),
         ``tools`` the ToolList or None.
@@ -85,7 +85,8 @@ def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | N
     init = initialize_result(response)
     sample["handshake"] = elapsed_ms(session.t0_ns, response.at_ns)
     sample.update(negotiated_revision=init["protocolVersion"],
-                  server_info=init.get("serverInfo"), capabilities=init.get("capabilities"))
+                  server_info=init.get("serverInfo"), capabilities=init.get("capabilities"),
+                  instructions=init.get("instructions"))
     session.notify("notifications/initialized")
     if "tools/list" not in skips:
         try:

@@ -97,7 +97,10 @@ def count(tools: list) -> dict:
 
 def fill(row, runs: list[dict]) -> None:
     """Set ``row.tools["tokens"]`` (a ServerResult) from the last tool list of ``runs`` (cold
-    start samples); None with the reason in ``not_measured`` without the tokenizer."""
+    start samples) and ``row.instructions`` from the last initialize answer; tokens None
+    with the reason in ``not_measured`` without the tokenizer."""
+    _instructions(row, next((r for r in reversed(runs) if r.get("handshake") is not None),
+                            None))
     listing = next((r["tools"] for r in reversed(runs) if r.get("tools")), None)
     if row.tools is None or listing is None:
         return
@@ -106,3 +109,23 @@ def fill(row, runs: list[dict]) -> None:
     except Unavailable as err:
         row.tools["tokens"] = None
         row.skip_block("tools.tokens", str(err))
+
+
+def _instructions(row, run: dict | None) -> None:
+    """``row.instructions``: ``{bytes, tokens}`` of the ``instructions`` string of the
+    initialize answer in ``run`` (MCP 2025-03-26 and later: how to use the server, which a
+    client may add to the model's system prompt, so its tokens are context like the tool
+    definitions'); UTF-8 bytes, and tokens in o200k_base as text (None without the
+    tokenizer, the reason in ``not_measured``); 0 and 0 when the answer holds none (or not
+    a string); None without an answer."""
+    if run is None:
+        return
+    text = run.get("instructions")
+    text = text if isinstance(text, str) else ""
+    row.instructions = {"bytes": len(text.encode("utf-8", "surrogatepass")), "tokens": 0}
+    if text:
+        try:
+            row.instructions["tokens"] = encode_length(text)
+        except Unavailable as err:
+            row.instructions["tokens"] = None
+            row.skip_block("instructions.tokens", str(err))

@@ -440,6 +440,7 @@ ROWS: list[Row] = [
     Row("tools.list_bytes", "tools/list result (KiB)", _plain(_kib)),
     Row("tools.definitions_bytes", "tool definitions (KiB)", _plain(_kib)),
     Row("tools.tokens.count", "tool definitions (tokens, o200k_base)", _plain(_count)),
+    Row("instructions.tokens", "server instructions (tokens, o200k_base)", _plain(_count)),
     Row("caching.may_defer_spawn", "may show cached tools, spawn at the first call", _caching,
         ("caching.tools_list_ttl_ms", "caching.deferred_first_call_ms")),
     Row("tools.with_output_schema", "outputSchema (tools with one; the called tool)",
