@@ -1,5 +1,5 @@
 """How long the installed `mcpstart --help` (the console script pip wrote) takes against
-`python -c "import click"` with the same interpreter (design goal: at most 1.3x). Prints the
+`python -c "import click"` with the same interpreter (the goal: at most 1.3x). Prints the
 medians of N runs each, interleaved, and the ratio.
 Usage: python benchmarks/cli_startup.py [N]"""
 

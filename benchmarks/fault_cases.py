@@ -1,4 +1,4 @@
-"""Every family of ../shared/fault-cases.md as a fake server (tests/fakes/fake_server.py),
+"""Every family of docs/faults.md as a fake server (tests/fakes/fake_server.py),
 measured the way a user would: `mcpstart measure --runs 3 --timeout 10 --server NAME=...`,
 one server per run, each run timed. Prints each server's wall time, status and cause, then
 one report over all their results files. A server should never take longer than its waits

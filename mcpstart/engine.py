@@ -7,7 +7,7 @@ results file atomically after every round and every server (a write error is kep
 reported, measuring goes on), writes the --export-* files with it, masks every secret in
 everything it writes, and applies the default startup budget when the user named several
 servers. Becoming a child subreaper is ``job.subreaper``: the CLI asks for it; a library host
-leaves it off unless it wants it, so its own children stay its own (design.md).
+leaves it off unless it wants it, so its own children stay its own (docs/process-tree.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """The results file: the contract every report reads. JSON is the source of truth
-(``"schema": "mcpstart/1"``); a TOML copy with the same stem sits beside it."""
+(``"schema": "mcpstart/1"``); a TOML copy with the same stem sits beside it. Every key, its
+unit and when it is null: docs/results.md; the same as a JSON Schema: results.schema.json,
+which ``load`` checks every file against."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import math
 import os
 import stat
 from dataclasses import dataclass, field, fields
+from functools import cache
 from pathlib import Path
 
 from . import warnings as warn
@@ -15,6 +18,8 @@ from .redact import redact
 from .stats import is_number
 
 SCHEMA = "mcpstart/1"
+SCHEMA_FILE = Path(__file__).with_name("results.schema.json")
+"""The results file as a JSON Schema (draft 2020-12), shipped in the package."""
 
 
 class ResultsError(ValueError):
@@ -23,7 +28,7 @@ class ResultsError(ValueError):
 
 @dataclass
 class ServerResult:
-    """One server's row. Blocks are shaped as design.md's results file; a block that was not
+    """One server's row. Blocks are shaped as docs/results.md says; a block that was not
     measured (the server failed or was skipped first) stays None. ``status`` is "ok",
     "failed", "skipped" or "interrupted" (an exit signal cut its measurement short);
     ``reason`` says why when it is not "ok"."""
@@ -60,7 +65,7 @@ class ServerResult:
     page_cache: dict | None = None
     traffic: dict | None = None
     http: dict | None = None
-    """Streamable HTTP figures (design.md ``servers[].http``): endpoint (the URL; a spawned
+    """Streamable HTTP figures (docs/results.md#http): endpoint (the URL; a spawned
     server's with ``{port}``, measure/http_steps.py), start_ms, latency_ms, session_ms,
     sessions_leak, load; None for a stdio server. Each ``load[]`` block (measure/load.py)
     holds ``answer_shape`` (how the server answered a request: "json", "sse" or
@@ -227,8 +232,8 @@ def load(path: Path, reader: str = "mcpstart") -> Results:
     copy given in its place.
 
     Raises:
-        ResultsError: the TOML copy, unreadable, not JSON, or another schema; the message
-            names the file.
+        ResultsError: the TOML copy, unreadable, not JSON, another schema, or a value the
+            results schema rejects (``validate``); the message names the file.
     """
     if Path(path).suffix == ".toml":
         raise ResultsError(f"{path} is the TOML copy; {reader} reads the JSON results file "
@@ -242,9 +247,41 @@ def load(path: Path, reader: str = "mcpstart") -> Results:
     except ValueError as err:
         raise ResultsError(f"{path}: not a JSON results file ({err})") from err
     try:
+        if isinstance(data, dict) and data.get("schema") == SCHEMA:
+            validate(data)
         return Results.from_dict(data)
     except ResultsError as err:
         raise ResultsError(f"{path}: {err}") from err
+
+
+@cache
+def _validator():
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(SCHEMA_FILE.read_text(encoding="utf-8")))
+
+
+def key_path(steps) -> str:
+    """A key path as the docs write it: ``servers[0].handshake_ms.median``."""
+    text = ""
+    for step in steps:
+        text += f"[{step}]" if isinstance(step, int) else f"{'.' * bool(text)}{step}"
+    return text
+
+
+def validate(data: dict) -> None:
+    """Check a results dict against SCHEMA_FILE (jsonschema).
+
+    Raises:
+        ResultsError: the failure jsonschema ranks first, its key path leading:
+            "servers[0].handshake_ms.median: 'fast' is not of type 'number', 'null'".
+    """
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(data))
+    if error is not None:
+        raise ResultsError(f"{key_path(error.absolute_path) or '(top level)'}: {error.message} "
+                           "(the results schema: docs/results.md)")
 
 
 def _toml_ready(value):

@@ -4,6 +4,7 @@ transport, and toy recipes written as real TOML files."""
 import copy
 import importlib
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -16,6 +17,7 @@ import tomli_w
 from mcpstart.command import Command
 from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.settings import Settings
+from mcpstart.results import Results, ResultsError, validate
 from mcpstart.transports.base import SpawnError
 from mcpstart.transports.session import Session, SessionError, Waits
 from mcpstart.transports.stdio import StdioTransport
@@ -65,6 +67,31 @@ def fast_waits(request, monkeypatch):
     (one that is about the waits a user gets)."""
     if request.node.get_closest_marker("default_waits") is None:
         monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def e2e_results_valid(request):
+    """Every results file the end-to-end tier (its tests and their fixtures) writes satisfies
+    the results schema (mcpstart/results.schema.json): each file is checked as it stands at
+    the end of the session."""
+    e2e = {item.nodeid for item in request.session.items if item.get_closest_marker("e2e")}
+    written, save = {}, Results.save
+
+    def checked(self, path) -> None:
+        save(self, path)
+        if os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0] in e2e:
+            written[Path(path)] = None
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Results, "save", checked)
+        yield
+    failures = []
+    for path in written:
+        try:
+            validate(json.loads(path.read_text()))
+        except ResultsError as err:
+            failures.append(f"{path}: {err}")
+    assert not failures, "\n".join(failures)
 
 
 def unavailable(reason: str) -> None:

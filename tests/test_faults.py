@@ -1,4 +1,4 @@
-"""Each family in ../shared/fault-cases.md, against the fake server: the right value, no hang,
+"""Each family in docs/faults.md, against the fake server: the right value, no hang,
 no process left behind."""
 
 import json

@@ -1,6 +1,7 @@
 """The wheel: `pip install .` must give a mcpstart that finds its reference recipes and server
 sources from any folder, and must not ship build outputs left in a checkout."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -63,7 +64,8 @@ def test_wheel_ships_package_recipes_and_server_sources_only(wheel):
     package = {n for n in names if n.startswith("mcpstart/") and not n.startswith(REFERENCE)}
     assert package == tracked("mcpstart")  # every subpackage, no __pycache__
     assert {"mcpstart/targets/recipes.py", "mcpstart/transports/__init__.py",
-            "mcpstart/measure/footprint.py", "mcpstart/views/__init__.py"} <= package
+            "mcpstart/measure/footprint.py", "mcpstart/views/__init__.py",
+            "mcpstart/results.schema.json"} <= package
 
 
 def test_installed_wheel_finds_its_recipes_from_any_folder(wheel, tmp_path):
@@ -83,3 +85,21 @@ def test_installed_wheel_finds_its_recipes_from_any_folder(wheel, tmp_path):
     assert "the reference recipes installed with mcpstart" in why
     names = [Path(p).stem for p in sorted(tracked("build-recipes"))]  # in file-name order
     assert rows == [f"{name} {site / REFERENCE / 'servers' / name}" for name in names]
+
+
+def test_installed_wheel_checks_results_files_against_its_schema(wheel, tmp_path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    bad = tmp_path / "bad.json"
+    data = json.loads((REPO / "tests" / "fixtures" / "v0_2_0" / "reference.json").read_text())
+    data["servers"][0]["memory"]["idle_rss_bytes"] = "big"
+    bad.write_text(json.dumps(data))
+    probe = ("import sys, mcpstart.results as r\n"
+             "print(r.__file__)\n"
+             f"r.load({str(REPO / 'tests' / 'fixtures' / 'v0_2_0' / 'reference.json')!r})\n"
+             f"r.load({str(bad)!r})\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, text=True,
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.stdout.strip() == str(site / "mcpstart" / "results.py")  # the wheel's copy
+    assert "servers[0].memory.idle_rss_bytes: 'big' is not of type 'integer', 'null'" in \
+        done.stderr

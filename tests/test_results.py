@@ -9,9 +9,9 @@ from mcpstart.stats import summarize
 
 
 def sample_results() -> Results:
-    row = ServerResult("go", "go", "go-sdk", "v1.8.0", handshake_ms=summarize([1.0, 2.0, 3.0], [9.0]),
+    row = ServerResult("go", "stdio", "go", "go-sdk", "v1.8.0", handshake_ms=summarize([1.0, 2.0, 3.0], [9.0]),
                        warnings=["bad \ud800 surrogate"])
-    failed = ServerResult("rust", "rust", "rmcp", "3.11.0")
+    failed = ServerResult("rust", "stdio", "rust", "rmcp", "3.11.0")
     failed.fail("exited with code 1")
     failed.fail("second cause")
     return Results("2026-01-01T00:00:00+00:00", "0.1.0", ["mcpstart", "measure"],
@@ -61,11 +61,11 @@ def test_load_rejects_other_files(tmp_path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda d: d["servers"][0].pop("name"), r"servers\[0\] must be a table with a 'name'"),
-    (lambda d: d.update(servers=None), "'servers' must be a list"),
-    (lambda d: d.update(servers=[1]), r"servers\[0\] must be a table"),
-    (lambda d: d.update(environment=None), "'environment' must be a dict"),
-    (lambda d: d.pop("created"), "'created' must be a str"),
+    (lambda d: d["servers"][0].pop("name"), r"servers\[0\]: 'name' is a required property"),
+    (lambda d: d.update(servers=None), "servers: None is not of type 'array'"),
+    (lambda d: d.update(servers=[1]), r"servers\[0\]: 1 is not of type 'object'"),
+    (lambda d: d.update(environment=None), "environment: None is not of type 'object'"),
+    (lambda d: d.pop("created"), r"\(top level\): 'created' is a required property"),
 ])
 def test_load_rejects_a_bad_shape_with_the_place(tmp_path, edit, message):
     path = tmp_path / "out.json"

@@ -1,4 +1,4 @@
-"""Tables and exports of results files: synthetic files in the results schema (design.md, "Results file")."""
+"""Tables and exports of results files: synthetic files in the results schema (docs/results.md)."""
 
 import copy
 import csv

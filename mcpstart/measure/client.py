@@ -196,7 +196,7 @@ def tool_error(call: ToolCall, outcome: CallResult) -> ProbeError:
 @dataclass
 class Skips:
     """Methods of one server that failed once and are not asked again in later runs
-    (fault-cases.md, case 16): method -> the cause; ``unanswered``: those that got no answer
+    (docs/faults.md, family 16): method -> the cause; ``unanswered``: those that got no answer
     at all, which the warm session does not wait for again either."""
 
     causes: dict[str, str] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""What a built server costs on disk and in packages, as design.md's footprint section defines:
+"""What a built server costs on disk and in packages, as docs/results.md#footprint defines:
 artifact bytes, dev tree bytes, dependency count, lock count, tool lines and debug info."""
 
 from __future__ import annotations

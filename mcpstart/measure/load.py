@@ -86,7 +86,7 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
                  processes: list[psutil.Process], engine_cpus: frozenset[int] | None,
                  server_cpus: frozenset[int] | None = None) -> dict:
     """One scenario against ``endpoint``, its tools/call ``call`` with SMALL_TEXT where it
-    places the payload; ``processes``: the server's (sampled; [] when not on this machine). Returns the load block (design.md ``http.load[]``, module doc).
+    places the payload; ``processes``: the server's (sampled; [] when not on this machine). Returns the load block (docs/results.md#httpload, module doc).
 
     Raises:
         LoadError: Locust is not installed, or its run left no records (its output's tail

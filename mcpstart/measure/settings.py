@@ -1,5 +1,5 @@
 """How a run measures, as one typed object that travels through the run to every probe
-(design.md): counts, timeouts, the payload, the order, and every fixed wait (settle rule,
+(docs/results.md#settings): counts, timeouts, the payload, the order, and every fixed wait (settle rule,
 diagnosis wait, shutdown grace, sampler intervals), all recorded in the results file."""
 
 from __future__ import annotations

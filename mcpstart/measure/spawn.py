@@ -1,5 +1,5 @@
 """Every spawn of a measurement starts here: the one primitive, so each rule of the clock lives
-in one place (design.md, measurement rules; README "How it measures").
+in one place (docs/measurement.md).
 
 A timed start goes, in this order:
 1. the previous run fully reaped (callers leave no session running: each ends with its
@@ -33,7 +33,7 @@ from .settings import Settings
 
 @contextmanager
 def timed_window(pause_ms: float, collect: bool = True) -> Iterator[None]:
-    """The state every timed spawn starts from (design.md): garbage collected now, the
+    """The state every timed spawn starts from (docs/measurement.md): garbage collected now, the
     collector paused until the block ends (a collection would otherwise land inside a
     timed wait at random), then the fixed idle pause, during which nothing of mcpstart
     runs; the block prepares the spawn, spawns and waits. Preparing after the pause, as the

@@ -139,7 +139,7 @@ def measure_startup(servers, settings: Settings, limits: list[float], own_limits
                     single_starts: dict[str, list[float]], sequential: dict[str, float],
                     idle: dict[str, tuple[int | None, int | None]],
                     not_started: dict[str, str] | None = None, progress=lambda _: None) -> dict:
-    """The ``startup`` block of the results file (design.md).
+    """The ``startup`` block of the results file (docs/results.md#startup).
 
     Args:
         servers: [(name, Command)] of the servers an editor would start together.

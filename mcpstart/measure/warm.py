@@ -21,7 +21,7 @@ from .settings import Settings
 def tool_session(command: Command, settings: Settings, row: ServerResult, skips: Skips, traffic: Traffic,
                  progress: Callable[[str], None] = lambda _: None) -> None:
     """One warm session, filling ``row`` (a results.ServerResult) step by step so that a
-    failure keeps everything measured before it (fault-cases.md, case 15): initialize,
+    failure keeps everything measured before it (docs/faults.md, family 15): initialize,
     ``notifications/initialized``, ``tools/list`` (all pages: the ``tools`` block), idle
     memory once settled (``memory``), ``settings.round_trips`` small calls one at a time
     (``round_trip_ms``), the large call twice: once timed with nothing else of mcpstart

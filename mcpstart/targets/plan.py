@@ -1,5 +1,5 @@
 """Which servers a run measures: the reference recipes, or the servers named by ``-- COMMAND``,
-``--server NAME=COMMAND`` and ``--config FILE`` (design.md, CLI conventions), filtered by
+``--server NAME=COMMAND`` and ``--config FILE``, filtered by
 ``--only``, plus the C floor server with ``--floor``."""
 
 from __future__ import annotations

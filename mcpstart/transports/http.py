@@ -290,7 +290,7 @@ class HttpTransport(Transport):
 
     @property
     def processes(self) -> ProcessSet | None:
-        """The spawned server's processes (design.md), or None for a URL."""
+        """The spawned server's processes (docs/process-tree.md), or None for a URL."""
         if self.command is None or not self.pid:
             return None
         if self._processes is None:

@@ -2,7 +2,7 @@
 as the MCP stdio transport uses it: a response to the awaited request, a notification, a
 request from the server, noise, or an almost-right answer.
 
-The rule for almost-right answers (../shared/fault-cases.md, case 12): while a request is
+The rule for almost-right answers (docs/faults.md, family 12): while a request is
 pending, anything recognisable as its answer ends the wait at once. Deviations a tolerant
 client can still use are accepted with a note (``Answer.irregular``): a one- or more-element
 batch array (the awaited element is used), a missing or wrong ``jsonrpc`` member, an id of

@@ -1,7 +1,7 @@
 """One client session with an MCP server over a transport (base.Transport; stdio today): requests and their waits,
 the tolerant handling of everything else a server writes, and the spec's shutdown.
 
-Tolerant as ../shared/fault-cases.md asks: stdout lines that are not JSON-RPC are skipped and
+Tolerant as docs/faults.md asks: stdout lines that are not JSON-RPC are skipped and
 counted, notifications recorded, requests from the server answered, CRLF accepted, stderr
 drained, almost-right answers accepted or failed at once (jsonrpc.py), and every wait ends
 within its timeout with a cause that names the request ("no answer to tools/list within

@@ -200,7 +200,7 @@ class StdioTransport(Transport):
 
     @property
     def processes(self) -> ProcessSet:
-        """The server's processes (design.md), found from here on."""
+        """The server's processes (docs/process-tree.md), found from here on."""
         if self._processes is None:
             self._processes = ProcessSet(self.pid)
         return self._processes

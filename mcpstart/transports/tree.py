@@ -1,4 +1,4 @@
-"""The server's processes, as ../shared/design.md defines them ("The server's processes"): the
+"""The server's processes, as docs/process-tree.md defines them: the
 spawned process; every process in the session or process group mcpstart made for it; every
 process ever seen as its descendant (identified by pid and start time, so a reused pid is
 not confused); and, when mcpstart is a child subreaper, every process adopted by mcpstart

@@ -13,8 +13,8 @@ _STAT_KEYS = {"median", "mean", "stdev", "min", "max", "mad", "p50", "p95", "ci_
 
 
 def unit_of(path: str) -> str:
-    """The unit of the value at a key path, from the key names (design.md: units in key
-    names): "ms", "B" (bytes), "s", or "" (a count, text or flag)."""
+    """The unit of the value at a key path, from the key names (docs/results.md#conventions:
+    units in key names): "ms", "B" (bytes), "s", or "" (a count, text or flag)."""
     keys = path.split(".")
     for suffix, unit in (("_ms", "ms"), ("_bytes", "B"), ("_s", "s")):
         if keys[-1].endswith(suffix):
@@ -68,7 +68,7 @@ _BUDGET = ("sequential_sum_ms", "concurrent_ms.median", "concurrent_ms.p95", "id
 
 
 def startup_records(startup, label: str) -> list[dict]:
-    """The startup budget of one file (design.md ``startup``) as records: the whole set's
+    """The startup budget of one file (docs/results.md#startup) as records: the whole set's
     figures with ``server`` null (``startup.sequential_sum_ms``, ``startup.concurrent_ms.median``
     ...), then per server and client limit ``startup.fits.<limit>s`` (``startup.fits.30s``:
     true, false, or null

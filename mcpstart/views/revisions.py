@@ -1,4 +1,4 @@
-"""The revision matrix as a table: one line per probe of each server (design.md,
+"""The revision matrix as a table: one line per probe of each server (docs/results.md#protocol,
 ``protocol.matrix``), then what each server's answers tell."""
 
 from __future__ import annotations

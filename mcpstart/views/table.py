@@ -1,4 +1,4 @@
-"""Tables: views of one or more results files (design.md "Results file"), metrics as rows
+"""Tables: views of one or more results files (docs/results.md), metrics as rows
 and one column per server (per server and file when several files are shown).
 
 Readers tolerate any JSON value: a value absent because its block is listed in the row's

@@ -1,5 +1,5 @@
 """A stdio MCP server for the tests, with switches that make it misbehave the ways real servers do
-(../shared/fault-cases.md). Standard library only. Usage: fake_server.py [--switch ...]."""
+(docs/faults.md). Standard library only. Usage: fake_server.py [--switch ...]."""
 
 import argparse
 import json
