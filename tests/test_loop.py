@@ -6,7 +6,7 @@ and each row holds its transport's blocks."""
 from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.measure.server import Server
-from mcpstart.results import ServerResult
+from mcpstart.results import ServerResult, validate
 
 from conftest import fast
 from scripted import ScriptedTransport, Spawner, Timed
@@ -33,6 +33,7 @@ def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner():
                Server(ServerResult("h", "http"), Command(["slow", "{port}"]), transport="http",
                       endpoint_path="/rpc")]
     results = run.measure(servers, settings, ["mcpstart", "measure"], {})
+    validate(results.to_dict())  # the results schema holds for both transports' rows
     s, h = results.servers
     assert (s.status, h.status) == ("ok", "ok"), (s.reason, h.reason)
     assert s.handshake_ms["n"] == 3 and s.handshake_ms["warmup_samples"] == [40.0]
@@ -72,7 +73,9 @@ def test_a_metric_of_both_transports_comes_through_the_one_loop():
                     runs=1, warmup=0, round_trips=0, http_sessions=0, load_s=0)
     servers = [Server(ServerResult("s"), Command(["i"])),
                Server(ServerResult("h", "http"), Command(["i", "{port}"]), transport="http")]
-    rows = run.measure(servers, settings, ["mcpstart", "measure"], {}).servers
+    results = run.measure(servers, settings, ["mcpstart", "measure"], {})
+    validate(results.to_dict())
+    rows = results.servers
     size = len(Instructed.TEXT.encode())
     assert size == len(Instructed.TEXT) + 1
     try:
