@@ -1,5 +1,5 @@
 """Every spawn of a measurement starts here: the one primitive, so each rule of the clock lives
-in one place (design.md, measurement rules; README "How it measures").
+in one place (design.md, measurement rules; docs/measurement.md).
 
 A timed start goes, in this order:
 1. the previous run fully reaped (callers leave no session running: each ends with its
@@ -38,7 +38,7 @@ def timed_window(pause_ms: float, collect: bool = True) -> Iterator[None]:
     timed wait at random), then the fixed idle pause, during which nothing of mcpstart
     runs; the block prepares the spawn, spawns and waits. Preparing after the pause, as the
     C harness does, leaves the spawn's data in the CPU's caches when the clock starts
-    (measured here on the C floor server: about 0.03 ms less than preparing before it)."""
+    (docs/measurement.md, "The clock"; its figure: docs/figures.md, "The timed path")."""
     enabled = gc.isenabled()
     if collect:
         gc.collect()
