@@ -211,10 +211,10 @@ class StdioTransport(Transport):
         The first message goes into the pipe just before the spawn, inside the clock: the
         server finds it at its first read of stdin, as if it were written right after the
         spawn, and the parent has less to do after the spawn. That matters: on 2 cores the
-        parent, woken when the child execs, runs on the child's CPU and delays it by about
-        the time it works (docs/figures.md, "The timed path"). So nothing but the closing of the child's pipe ends and the
-        switch back of the working directory (posix_spawn has no chdir) stands between the
-        spawn and this wait; the wake-up it ends with is kept for the next ``receive``. Just
+        parent, woken when the child execs, runs on the child's CPU and delays it by about the
+        time it works (docs/figures.md, "The timed path"). So nothing but the closing of the
+        child's pipe ends and the switch back of the working directory (posix_spawn has no
+        chdir) stands between the spawn and this wait; the wake-up it ends with is kept for the next ``receive``. Just
         before the clock the spawn's argument conversion is rehearsed (``rehearse``). The
         child runs in a new session (hence a new process group), with SIGPIPE and SIGXFSZ
         at their defaults.
