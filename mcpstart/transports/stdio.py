@@ -214,10 +214,10 @@ class StdioTransport(Transport):
         parent, woken when the child execs, runs on the child's CPU and delays it by about the
         time it works (docs/figures.md, "The timed path"). So nothing but the closing of the
         child's pipe ends and the switch back of the working directory (posix_spawn has no
-        chdir) stands between the spawn and this wait; the wake-up it ends with is kept for the next ``receive``. Just
-        before the clock the spawn's argument conversion is rehearsed (``rehearse``). The
-        child runs in a new session (hence a new process group), with SIGPIPE and SIGXFSZ
-        at their defaults.
+        chdir) stands between the spawn and this wait; the wake-up it ends with is kept for
+        the next ``receive``. Just before the clock the spawn's argument conversion is
+        rehearsed (``rehearse``). The child runs in a new session (hence a new process
+        group), with SIGPIPE and SIGXFSZ at their defaults.
 
         Raises:
             SpawnError: ``posix_spawn`` failed.
