@@ -1,4 +1,6 @@
-"""mcpstart: a profiler for MCP servers that speak the stdio transport."""
+"""mcpstart: a profiler for MCP servers, over stdio and Streamable HTTP: cold start and its
+phases, memory of the process tree, round trips, footprint, protocol revisions, sessions at
+once, HTTP load; for the reference servers of each official SDK, a C floor, or any server."""
 
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -8,8 +8,10 @@ PAYLOAD_BYTES = 5 * 1024 * 1024
 REVISION = "2025-11-25"
 """The newest protocol revision of the initialize-handshake era (MCP specification 2025-11-25)."""
 PAUSE_MS = 50.0
-"""Idle pause before every timed spawn. A C harness reads the same server 0.65 ms back to back
-and 0.94 ms after 10 ms of idle, flat from about 10 ms on (README, "How exact the clock is"): 50 ms is on the plateau."""
+"""Idle pause before every timed spawn, ms. The rule: a cold start read right after the
+previous one reads faster than one after idle (caches still hot), and the reading rises to a
+plateau as the idle grows; the pause is well inside that plateau (the C harness's figures:
+docs/figures.md, "The pause"; the rule: docs/measurement.md)."""
 ROUND_TRIPS = 100
 PROBE_FLOOR_S = 5.0
 """The least wait of a revision-matrix probe (measure/revisions.py, probe_wait)."""
@@ -28,14 +30,14 @@ LOAD_BOUND = 0.6
 own per-request time, so a rate at a large share of what the engine reaches against a server
 that costs it nothing has spent that share of its cycles in the engine. The line is
 calibrated by benchmarks/load_check.py (autocannon on the same server process, docs/checks.md):
-on the five HTTP reference servers, blocks at 0.63-0.83 of their ceiling read 0.28-0.57x of
-autocannon's rate (the engine's figure), blocks at 0.09-0.49 read 0.61-1.13x (the server's);
-0.6 lies between, where 0.8 left blocks at half of autocannon's rate unmarked."""
+0.6 lies between the blocks that read well under autocannon's rate (the engine's figure) and
+those that read near it (the server's), where 0.8 left blocks at half of autocannon's rate
+unmarked (the calibration's figures: docs/figures.md, "Load: the engine-bound line")."""
 SERVER_BUSY = 0.85
 """A server whose tree used 85% of the cores it was given over a load block is what limits
-the rate (measure/load.py), whatever share of the engine's ceiling that rate is: on a quiet
-machine go-http reads 0.80 of its ceiling and 0.88x of autocannon (benchmarks/load_check.py),
-a server as fast as the engine, not one held back by it."""
+the rate (measure/load.py), whatever share of the engine's ceiling that rate is: a server as
+fast as the engine reaches a large share of the ceiling and still reads near autocannon's
+rate (benchmarks/load_check.py; the figures: docs/figures.md, "Load: the engine-bound line")."""
 LOAD_PACE_MISS = 0.1
 """The fixed-rate scenario missed its asked rate when it reached less than 90% of it."""
 HTTP_SESSIONS = 100

@@ -24,9 +24,9 @@ OUTLIER_Z = 3.5
 
 NOISE = 0.05
 """Deviations from the median within this fraction of it are the machine's noise, never an
-outlier, whatever their z-score: a tight series (MAD near 0) makes any wobble a large z. On
-this project's 2-core machine the same binary moves by about 5% between batches (the floor:
-0.80-0.85 ms)."""
+outlier, whatever their z-score: a tight series (MAD near 0) makes any wobble a large z. 5%
+is how far the same binary moves between batches on a quiet machine (docs/figures.md,
+"Noise between batches")."""
 
 HIGH_VARIATION = 0.10
 """Coefficient of variation (stdev / mean) above which a series is flagged."""

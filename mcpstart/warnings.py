@@ -3,7 +3,7 @@ kind is named here, and here its text is built. A warning is stored in the resul
 ``{kind, metric, detail}``; views print ``detail`` as stored (a plain string in an older file
 is printed as it is), so a reader can redo any report without this code changing its words.
 
-The README lists the kinds (a test checks it lists exactly these).
+docs/warnings.md lists the kinds (a test checks it lists exactly these).
 """
 
 from __future__ import annotations

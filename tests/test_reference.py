@@ -186,7 +186,7 @@ def test_every_field_of_a_reference_server(measured, name):
         assert outcomes[("initialize", revision)] == ("answered", revision)
     assert outcomes[("initialize", "2099-12-31")] == ("answered", "2025-11-25")
     # initialize asking 2026-07-28: every default version negotiates down (rmcp 3.1.4 was
-    # the one that accepted it, README "SDK versions")
+    # the one that accepted it, docs/figures.md, "The published comparison")
     modern = dict(protocol["initialize_modern"])
     assert modern.pop("wait_s") == protocol["probe_wait"]["s"] >= 5  # the floor, or 3x a start
     assert modern == {"outcome": "answered", "answered": "2025-11-25", "error_code": None,

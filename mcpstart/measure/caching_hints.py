@@ -10,7 +10,7 @@ each page of a list carries its own; a notification (tools/list_changed) invalid
 entry. The era is cached per server configuration (basic/versioning: "MAY persist it across
 restarts of the same server configuration").
 
-The rule (README, "May a client cache the tools?"): an editor may show a server's tools from a
+The rule (docs/configs.md, "May a client cache the tools?"): an editor may show a server's tools from a
 cache and spawn it only at the first call when the server is modern (its discover answer is a
 DiscoverResult), and both the discover answer and every tools/list page carry a ``cacheScope``
 and a ``ttlMs`` above 0: then, for up to the smallest of those ttlMs after it last fetched

@@ -40,13 +40,13 @@ class SettleRule:
 
     The floor: memory that is given back late must be waited out whatever the runtime. V8's
     memory reducer collects about 8 s after a Node.js isolate goes idle (v8
-    src/heap/memory-reducer.h, kLongDelayMs = 8000); a uv launcher was seen holding 76-82 MiB
-    for about 9 s after the handshake, then 34 MiB. 10 s covers both.
+    src/heap/memory-reducer.h, kLongDelayMs = 8000), and a uv launcher gives back about half
+    of its memory some 9 s after the handshake. 10 s covers both.
 
     The drop window is as long as the floor, so a drop starts the floor's wait again: a uv
-    launcher was also seen giving memory back in two steps 9 s apart, the second past the
-    floor (its tree read 1.19x what it settled to with a 3 s window). Memory that never drops
-    still settles at the floor; ``max_s`` leaves room for two such steps."""
+    launcher can give memory back in two steps 9 s apart, the second past the floor. Memory
+    that never drops still settles at the floor; ``max_s`` leaves room for two such steps
+    (the observations behind these numbers: docs/figures.md, "Idle memory: late drops")."""
 
     interval_s: float = 0.1
     slope_window_s: float = 2.0

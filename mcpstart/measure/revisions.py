@@ -42,9 +42,9 @@ def probe_wait(settings: Settings, starts_ms: list[float], source: str) -> dict:
     ``mcpstart revisions``, named by ``source``), and at least ``settings.probe_floor_s``; the
     floor alone when no start was measured. Why 3x: a probe is a cold start like those
     measured, in a fresh process, yet the machine's load moves between the series and the
-    probes (a server seen starting in 1.5 s took 4-5 s on a busy machine a minute later),
-    and a wait too short costs a verdict ("unknown") while a wait too long costs time only
-    where a probe gets no answer at all.
+    probes (a start can take three times as long a minute later on a busy machine: docs/figures.md,
+    "Revision probes"), and a wait too short costs a verdict ("unknown") while a wait too long
+    costs time only where a probe gets no answer at all.
 
     Returns:
         ``{s, rule, slowest_start_ms, source}``: the wait in seconds; ``rule`` "given"

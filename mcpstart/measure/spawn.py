@@ -38,7 +38,8 @@ def timed_window(pause_ms: float, collect: bool = True) -> Iterator[None]:
     timed wait at random), then the fixed idle pause, during which nothing of mcpstart
     runs; the block prepares the spawn, spawns and waits. Preparing after the pause, as the
     C harness does, leaves the spawn's data in the CPU's caches when the clock starts
-    (measured here on the C floor server: about 0.03 ms less than preparing before it)."""
+    (docs/measurement.md, "The clock and what is timed"; its figure: docs/figures.md, "The timed
+    path")."""
     enabled = gc.isenabled()
     if collect:
         gc.collect()

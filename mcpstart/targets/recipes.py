@@ -24,7 +24,7 @@ PORT = "{port}"
 (filled in when it is spawned, not by the build)."""
 REGISTRIES = ("npm", "pypi", "go", "crates", "maven")
 """Where ``[versions].package`` is published; each names how its releases and their dates
-are read (README, "Recipes a user can write")."""
+are read (docs/recipes.md, "Other SDK versions")."""
 UNDATED_REGISTRIES = ("maven",)
 """Registries that give no release date here, so ``{date}`` cannot be filled in."""
 PLACEHOLDERS = ("{build}", "{src}")

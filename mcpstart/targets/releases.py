@@ -1,5 +1,5 @@
 """The released versions of an SDK and their publication times, read where each package
-manager reads them (README, "SDK versions"):
+manager reads them (docs/sdk-versions.md, "Where the releases are listed"):
 
 - npm: ``npm view PKG time --json`` (the recipe's ``list``): versions and dates in one.
 - PyPI: ``pip index versions --pre PKG`` (the recipe's ``list``) for the versions; the dates

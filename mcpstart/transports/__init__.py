@@ -1,3 +1,4 @@
-"""How mcpstart talks to a server: the transport interface (base) and its stdio transport
-(spawn, pipes, line framing), JSON-RPC, the session (requests, waits, shutdown) and the
+"""How mcpstart talks to a server: the transport interface (base); stdio (spawn, pipes, line
+framing) and Streamable HTTP (http: spawn with a port, POST/GET/DELETE; http1: HTTP/1.1
+framing; sse: event streams); JSON-RPC, the session (requests, waits, shutdown) and the
 process tree."""

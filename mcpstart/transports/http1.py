@@ -11,8 +11,9 @@ section 15.2). A header field is sent only when its name is a token and its valu
 control character (RFC 9110, section 5.5: a CR or LF would end the field), whoever gave the
 value: an editor config, or the server itself (its ``Mcp-Session-Id``).
 
-Both sides cost a few microseconds where h11, a pure-Python parser, took about 70 us per
-exchange on this 2-core machine: on a cold start that delayed each request after the first.
+Both sides cost a few microseconds where a pure-Python parser (h11) costs tens of them per
+exchange, which on a cold start delays each request after the first (docs/figures.md, "HTTP:
+h11 against llhttp").
 """
 
 from __future__ import annotations

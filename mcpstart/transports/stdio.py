@@ -135,9 +135,8 @@ def rehearse(prepared: Prepared) -> None:
     clock: the call is refused with TypeError before any fork, because ``scheduler`` must
     hold an ``os.sched_param``, and CPython converts argv, the environment and the file
     actions before it checks that. After the idle pause that conversion is cold in the CPU's
-    caches: measured here with sched and syscall tracepoints, the fork came 154 us after the
-    clock (75-90 us of them before glibc's first syscall) against 84 us from the C harness;
-    rehearsed, 93 us."""
+    caches and delays the fork; rehearsed, it is warm (the tracepoint figures: docs/figures.md,
+    "The timed path")."""
     try:
         prepared.spawn(scheduler=(os.SCHED_OTHER, None))
     except (TypeError, NotImplementedError):  # NotImplementedError: no scheduler option
@@ -212,15 +211,13 @@ class StdioTransport(Transport):
         The first message goes into the pipe just before the spawn, inside the clock: the
         server finds it at its first read of stdin, as if it were written right after the
         spawn, and the parent has less to do after the spawn. That matters: on 2 cores the
-        parent, woken when the child execs, runs on the child's CPU and delays it (measured
-        here with sched tracepoints: the parent runs 28 us after the spawn from C, 42 us
-        from CPython, while the child waits; 200 us of parent work add about 180 us to a
-        0.8 ms cold start). So nothing but the closing of the child's pipe ends and the
-        switch back of the working directory (posix_spawn has no chdir) stands between the
-        spawn and this wait; the wake-up it ends with is kept for the next ``receive``. Just
-        before the clock the spawn's argument conversion is rehearsed (``rehearse``). The
-        child runs in a new session (hence a new process group), with SIGPIPE and SIGXFSZ
-        at their defaults.
+        parent, woken when the child execs, runs on the child's CPU and delays it by about the
+        time it works (docs/figures.md, "The timed path"). So nothing but the closing of the
+        child's pipe ends and the switch back of the working directory (posix_spawn has no
+        chdir) stands between the spawn and this wait; the wake-up it ends with is kept for
+        the next ``receive``. Just before the clock the spawn's argument conversion is
+        rehearsed (``rehearse``). The child runs in a new session (hence a new process
+        group), with SIGPIPE and SIGXFSZ at their defaults.
 
         Raises:
             SpawnError: ``posix_spawn`` failed.

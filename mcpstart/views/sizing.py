@@ -2,7 +2,7 @@
 (``startup.sessions``) and the servers' tools against the clients' tool caps and token
 budgets (summed over every server of a results file, as a config starts them all).
 
-Caps and budgets, each with its source (README, "Sizing an editor's setup"); a client counts
+Caps and budgets, each with its source (docs/configs.md, "Tool lists in tokens"); a client counts
 its own built-in tools against its cap too, so a set that fits here can still be cut short.
 """
 
