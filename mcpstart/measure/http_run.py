@@ -42,7 +42,7 @@ from ..command import Command
 from ..results import Results, ServerResult
 from ..stats import summarize
 from ..endpoint import Endpoint
-from ..transports.http import PORT, HttpTransport
+from ..transports.http import PORT
 from ..transports.session import Session
 from ..wire import ToolCall, initialize_request
 from . import load, revisions, spawn, tokens
@@ -65,9 +65,9 @@ STDIO_SIZING = {"launcher": "a launcher is measured on stdio commands only",
 def http_settings(server: Server, settings: Settings, cpus=None) -> Settings:
     """``settings`` whose spawner makes ``server``'s HTTP transport (pinned to ``cpus``)."""
     if server.url is not None:
-        return replace(settings, spawner=lambda _command: HttpTransport(
+        return replace(settings, spawner=lambda _command: settings.http_transport(
             url=server.url, headers=server.headers))
-    return replace(settings, spawner=lambda command: HttpTransport(
+    return replace(settings, spawner=lambda command: settings.http_transport(
         command, headers=server.headers, cpus=cpus, path=server.endpoint_path))
 
 

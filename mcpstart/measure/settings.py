@@ -11,6 +11,7 @@ from .. import defaults
 from ..command import Command
 from ..transports.base import Transport
 from ..transports.session import Waits
+from ..transports.http import HttpTransport
 from ..transports.stdio import StdioTransport
 from ..wire import ToolCall
 from .memory import Sampling, SettleRule
@@ -56,6 +57,9 @@ class Settings:
             through the spawn either way); tests that time nothing turn it off.
         spawner: how a Command becomes an unstarted Transport (the stdio transport; tests
             give a scripted one). Not recorded.
+        http_transport: how an HTTP server (a command with ``{port}``, or ``url=``) becomes an
+            unstarted transport, called as http.HttpTransport is (tests give a scripted
+            one). Not recorded.
         transport: which servers of the reference set: "stdio", "http" or "both".
         load_s: seconds of each load scenario against an HTTP server (0: no load).
         load_users: concurrent users of the load engine.
@@ -87,6 +91,8 @@ class Settings:
     collect_garbage: bool = True
     spawner: Callable[[Command], Transport] = field(default=StdioTransport, compare=False,
                                                       repr=False)
+    http_transport: Callable[..., Transport] = field(default=HttpTransport, compare=False,
+                                                     repr=False)
     transport: str = "stdio"
     load_s: float = defaults.LOAD_S
     load_users: int = defaults.LOAD_USERS

@@ -316,13 +316,13 @@ class HttpTransport(Transport):
         if self.prepared is not None:
             self._spawn()
         else:
-            self.t0_ns = time.perf_counter_ns()
+            self.t0_ns = self.now_ns()
         self._queue.extend(first)
         self._assign()
         if wait_s > 0:
-            deadline = time.monotonic() + wait_s
+            deadline = self.clock() + wait_s
             while self.accepting_ns is None and self._refused is None and \
-                    self._exited_ns is None and time.monotonic() < deadline:
+                    self._exited_ns is None and self.clock() < deadline:
                 self._pump(deadline)
 
     def _spawn(self) -> None:
@@ -333,7 +333,7 @@ class HttpTransport(Transport):
                 os.chdir(prepared.cwd)
             with affinity(self.cpus):
                 rehearse(prepared)
-                self.t0_ns = time.perf_counter_ns()
+                self.t0_ns = self.now_ns()
                 try:
                     self.pid = prepared.spawn()
                 except OSError as err:
@@ -417,8 +417,8 @@ class HttpTransport(Transport):
                                              *self.endpoint.headers])
         self.session_id = None
         self._queue.append(exchange)
-        deadline = time.monotonic() + timeout_s
-        while not exchange.done and time.monotonic() < deadline and self._exited_ns is None:
+        deadline = self.clock() + timeout_s
+        while not exchange.done and self.clock() < deadline and self._exited_ns is None:
             self._pump(deadline)
         return exchange.status if exchange.done else None
 
@@ -491,7 +491,7 @@ class HttpTransport(Transport):
         if self._refused is not None:
             self._fail_queue(self._refused)  # what was queued after the refusal, at once
             return None
-        if self._retry_at is not None and time.monotonic() < self._retry_at:
+        if self._retry_at is not None and self.clock() < self._retry_at:
             return None
         self._retry_at = None
         try:
@@ -505,7 +505,7 @@ class HttpTransport(Transport):
             ready.register(sock, select.POLLOUT)
             if ready.poll(0):
                 code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        at = time.perf_counter_ns()
+        at = self.now_ns()
         if code not in (0, errno.EINPROGRESS):
             sock.close()
             self._on_refused(code)
@@ -535,8 +535,8 @@ class HttpTransport(Transport):
         """A connect that did not get through: a spawned server that is not listening yet is
         tried again (module doc); a URL's server is not there, which fails what is queued."""
         if self.command is not None and self.accepting_ns is None:
-            since = (time.perf_counter_ns() - self.t0_ns) / 1e9
-            self._retry_at = time.monotonic() + retry_interval_s(since)
+            since = (self.now_ns() - self.t0_ns) / 1e9
+            self._retry_at = self.clock() + retry_interval_s(since)
             self._spare = self._socket()
             return
         if self._process_exited(0.1):
@@ -631,10 +631,10 @@ class HttpTransport(Transport):
         Raises:
             FrameTooLong: a body or event larger than framing.MAX_LINE_BYTES.
         """
-        deadline = time.monotonic() + max(timeout_s, 0)
+        deadline = self.clock() + max(timeout_s, 0)
         while not self._frames:
             stop = self._pump(deadline)
-            if stop or time.monotonic() >= deadline:
+            if stop or self.clock() >= deadline:
                 break
         frames, self._frames = self._frames, []
         return frames
@@ -657,15 +657,15 @@ class HttpTransport(Transport):
                 owners[conn.sock.fileno()] = conn
         if self.pidfd is not None and self._exited_ns is None:
             poller.register(self.pidfd, select.POLLIN)
-        wait = deadline - time.monotonic()
+        wait = deadline - self.clock()
         if self._retry_at is not None:
-            wait = min(wait, self._retry_at - time.monotonic())
+            wait = min(wait, self._retry_at - self.clock())
         short = wait < POLL_RESOLUTION_S and not owners  # a retry's wait: no socket to watch
         events = poller.poll(0 if short else max(wait, 0) * 1000)
         if not events and short and wait > 0:  # poll(2) rounds up to whole ms
             time.sleep(wait)  # not a spin: on 2 busy cores that takes the server's CPU
             events = poller.poll(0)
-        woke = time.perf_counter_ns()
+        woke = self.now_ns()
         for fd, event in events:
             conn = owners.get(fd)
             if conn is None:
@@ -870,7 +870,7 @@ class HttpTransport(Transport):
         ``cause`` (unless its answer already came), anything else a note."""
         exchange.done = True
         if exchange.kind == "request" and not exchange.named:
-            self._error_answer(exchange, time.perf_counter_ns(), cause)
+            self._error_answer(exchange, self.now_ns(), cause)
         elif exchange.kind != "request":
             self._notes.append(f"{_label(exchange)} not delivered: {cause}")
 
@@ -884,13 +884,13 @@ class HttpTransport(Transport):
         if self.pidfd is None:
             return False
         if self._exited_ns is None and select.select([self.pidfd], [], [], wait_s)[0]:
-            self._exited_ns, self._exit_news = time.perf_counter_ns(), True
+            self._exited_ns, self._exit_news = self.now_ns(), True
         return self._exited_ns is not None
 
     def _fail_queue(self, cause: str) -> None:
         """Nothing can be sent: every queued request fails with ``cause`` at once."""
         self._refused = cause
-        woke = time.perf_counter_ns()
+        woke = self.now_ns()
         while self._queue:
             exchange = self._queue.popleft()
             if exchange.kind == "request":
@@ -935,7 +935,7 @@ class HttpTransport(Transport):
             return Ended("already_exited", 0.0)
         processes = self.processes
         alive = [p.pid for p in processes.scan()]
-        start = time.perf_counter_ns()
+        start = self.now_ns()
         how, last = "already_exited", start if not alive else None
         for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
                                 ("sigkill", signal.SIGKILL,
@@ -945,7 +945,7 @@ class HttpTransport(Transport):
             how = step
             processes.signal(sig)
             last = processes.wait_gone(wait)
-        end = last or time.perf_counter_ns()
+        end = last or self.now_ns()
         orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
                    for pid in alive if pid in processes.left_group]
         exited = list(processes.exited.values())
