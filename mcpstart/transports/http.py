@@ -54,6 +54,7 @@ import signal
 import socket
 import tempfile
 import time
+import zlib
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -63,7 +64,7 @@ from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES, Outbox
-from .http1 import Answers, request_head
+from .http1 import Answers, content_decoder, request_head
 from .sse import EventStream
 from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
 from .tree import ProcessSet, spawned
@@ -153,7 +154,11 @@ class _Exchange:
     named: bool = False
     done: bool = False
     session_id: str | None = None
+    headers_in: dict[str, str] = field(default_factory=dict)
+    """The answer's header fields (lower-case names; a repeated one: its last value)."""
     retried: bool = False
+    decoder: object = None
+    """The answer's content decoder (http1.content_decoder), None when it has no coding."""
     prepared: list[memoryview] | None = None
     """The request's buffers (``_encode``), made before the clock for the first request of a
     spawn."""
@@ -182,6 +187,15 @@ def _label(exchange: _Exchange) -> str:
     return exchange.method or {"response": "a reply to the server's request",
                                "delete": "the session's DELETE"}.get(exchange.kind,
                                                                      "bytes that are no message")
+
+
+def _status(exchange: _Exchange) -> str:
+    """"HTTP 200 OK (Content-Type: text/html)": an answer's status and the header fields
+    that say what its body is."""
+    fields = [f"{name}: {exchange.headers_in[name.lower()]}"
+              for name in ("Content-Type", "Content-Encoding") if name.lower() in exchange.headers_in]
+    return (f"HTTP {exchange.status} {exchange.reason}".rstrip()
+            + f" ({', '.join(fields) or 'no Content-Type'})")
 
 
 def _answered(conn: _Connection) -> bool:
@@ -736,10 +750,34 @@ class HttpTransport(Transport):
             headers = dict(fields)
             exchange.content_type = headers.get("content-type", "").split(";")[0].strip()
             exchange.session_id = headers.get("mcp-session-id")
+            exchange.headers_in = headers
             if exchange.content_type == "text/event-stream" and 200 <= exchange.status < 300:
                 exchange.stream = EventStream()
+            try:
+                exchange.decoder = content_decoder(headers.get("content-encoding", ""))
+            except ValueError as err:
+                self._end(conn, f"{_status(exchange)} with {err}, a content coding mcpstart "
+                                "does not decode (it sent no Accept-Encoding; the SDK clients "
+                                "accept gzip and deflate)")
+                return
+            if exchange.decoder is not None:
+                coding = headers["content-encoding"].strip()
+                self._notes.append(f"answers {coding}-encoded (Content-Encoding: {coding}) "
+                                   "though mcpstart sent no Accept-Encoding: decoded, as the "
+                                   "SDK clients do (they ask for gzip and deflate)")
         elif event[0] == "body":
-            self._body(exchange, event[1], woke)
+            data = event[1]
+            if exchange.decoder is not None:
+                try:
+                    data = exchange.decoder.decompress(data)
+                except zlib.error as err:
+                    coding = exchange.headers_in.get("content-encoding", "").strip()
+                    self._end(conn, f"{_status(exchange)}: its body cannot be decoded as "
+                                    f"Content-Encoding: {coding} says ({err})")
+                    return
+            self._body(exchange, data, woke)
+        elif exchange.decoder is not None and not self._flushed(conn, exchange, woke):
+            return
         elif self._finish(exchange, woke):
             conn.exchange = None
             if not event[1] or conn.out:  # an early answer (413) leaves the body unsent
@@ -749,6 +787,17 @@ class HttpTransport(Transport):
         else:
             self._lost(conn, "the server answered an earlier request again, then closed the "
                              "connection")
+
+    def _flushed(self, conn: _Connection, exchange: _Exchange, woke: int) -> bool:
+        """The end of a coded body: what its decoder still holds goes to the body; False
+        (the request failed) when the coded data ended short."""
+        self._body(exchange, exchange.decoder.flush(), woke)
+        if exchange.decoder.eof:
+            return True
+        coding = exchange.headers_in.get("content-encoding", "").strip()
+        self._end(conn, f"{_status(exchange)}: its Content-Encoding: {coding} body ended "
+                        "short of its end")
+        return False
 
     def _body(self, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.stream is None:
@@ -815,6 +864,13 @@ class HttpTransport(Transport):
                                                    "the answer")
             return True
         if ok and body.strip():
+            decoded = jsonrpc.decode(body, "body")
+            if not jsonrpc.is_message(decoded.value):
+                self._error_answer(exchange, woke, f"{_status(exchange)}: a complete body of "
+                                   f"{len(body)} bytes that is "
+                                   f"{decoded.error or 'not a JSON-RPC message'}, beginning "
+                                   f"{jsonrpc.clip(body, 80)!r}")
+                return True
             self._frame(exchange, body, woke)
             if exchange.named:
                 return True
@@ -847,6 +903,13 @@ class HttpTransport(Transport):
         message = {"jsonrpc": "2.0", "id": exchange.rpc_id,
                    "error": {"code": code, "message": text, "data": {"http_status": status}}}
         self._frames.append(Frame(jsonrpc.json_bytes(message), woke))
+
+    def _end(self, conn: _Connection, cause: str) -> None:
+        """The answer ``conn`` carries is evidently not one mcpstart can read: its request
+        fails at once with ``cause``, and the connection (the rest of that answer) closes."""
+        exchange, conn.exchange = conn.exchange, None
+        conn.close()
+        self._failed(exchange, cause)
 
     def _lost(self, conn: _Connection, cause: str) -> None:
         """A connection ended (or broke) mid-exchange: its request fails with ``cause``,

@@ -302,8 +302,7 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
         for element in value:
             classify(element, awaited_id, what, parsed, batch=True, sent=sent)
         return parsed
-    if not isinstance(value, dict) or not ("method" in value or "result" in value
-                                           or "error" in value or "id" in value):
+    if not isinstance(value, dict) or MEMBERS.isdisjoint(value):
         parsed.noise = True
         return parsed
     if "method" in value:
@@ -340,6 +339,18 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
             "the answer to its request")
     parsed.answer = _answer(value, what, match, batch)
     return parsed
+
+
+def is_message(value) -> bool:
+    """Whether a JSON value is a JSON-RPC message or a batch holding one: an object with
+    any of ``method``, ``result``, ``error`` or ``id`` (what ``classify`` does not count as
+    noise)."""
+    if isinstance(value, list):
+        return any(is_message(element) for element in value if not isinstance(element, list))
+    return isinstance(value, dict) and not MEMBERS.isdisjoint(value)
+
+
+MEMBERS = frozenset(("method", "result", "error", "id"))
 
 
 def looks_like_json_start(text: bytes) -> bool:

@@ -1,0 +1,86 @@
+"""HTTP servers that misbehave as real ones do, each played on the virtual clock through
+mcpstart's own HTTP transport (tests/scripted_http.py) and measured as a row: what each
+must come to, and how much (virtual) time it may take to come to it."""
+
+import gzip
+import json
+
+from conftest import fast
+from mcpstart.command import Command
+from mcpstart.measure import run
+from mcpstart.results import ServerResult
+
+from scripted import GoodServer, Out, ScriptedTransport, Spawner, line
+from scripted_http import HttpGood, HttpSpawner, Wire, answer
+
+TIMEOUT_S = 20.0
+
+
+def measured(script, **changes):
+    """One row of ``script`` over scripted HTTP, and the transports it made."""
+    spawner = HttpSpawner(script)
+    settings = fast(http_transport=spawner, runs=1, warmup=0, round_trips=3,
+                    payload_bytes=2000, http_sessions=2, timeout_s=TIMEOUT_S,
+                    probe_timeout_s=5.0, order="sequential", transport="http", load_s=0,
+                    **changes)
+    server = run.Server(ServerResult("server", "http"), Command(["server", "{port}"]),
+                        transport="http")
+    (row,) = run.measure([server], settings, ["mcpstart", "measure"], {}).servers
+    return row, spawner.made
+
+
+def said(row) -> str:
+    return "\n".join([row.reason or ""] + [str(w.get("detail")) for w in row.warnings])
+
+
+def longest_life_s(made) -> float:
+    """The longest virtual life of any process of the row (the wait it cost)."""
+    return max(t.lifetime_s for t in made)
+
+
+class Gzip(HttpGood):
+    """Every JSON answer gzip-encoded though the client sent no Accept-Encoding (a
+    compressing middleware or CDN)."""
+
+    def body(self, request, reply):
+        headers = (("Content-Encoding", "gzip"),)
+        if request.message.get("method") == "initialize":
+            headers += (("Mcp-Session-Id", self.session),)
+        return answer(200, gzip.compress(json.dumps(reply).encode()), headers=headers)
+
+
+def test_a_gzip_encoded_answer_is_decoded_and_warned_about_naming_the_encoding():
+    row, made = measured(Gzip)
+    assert row.status == "ok", row.reason
+    assert row.tools["count"] == 1 and row.http["latency_ms"]["n"] == 3
+    assert "Content-Encoding: gzip" in said(row)
+    assert longest_life_s(made) < 1.0
+
+
+class Brotli(Gzip):
+    def body(self, request, reply):
+        return answer(200, b"\x1b\x00\xf8\xff" + json.dumps(reply).encode()[:40],
+                      headers=(("Content-Encoding", "br"),))
+
+
+def test_an_encoding_mcpstart_cannot_decode_fails_at_once_naming_it():
+    row, made = measured(Brotli)
+    assert row.status == "failed"
+    assert "Content-Encoding: br" in row.reason and "HTTP 200" in row.reason, row.reason
+    assert longest_life_s(made) < 1.0
+
+
+class Html(HttpGood):
+    """Answers every POST 200 with an HTML page (a proxy's login or error page)."""
+
+    def http(self, request):
+        return [Wire("bytes", answer(200, b"<!doctype html><title>Sign in</title>", "text/html"))]
+
+
+def test_a_complete_answer_that_is_not_json_rpc_fails_at_once_with_status_headers_and_bytes():
+    row, made = measured(Html)
+    assert row.status == "failed"
+    assert "HTTP 200 OK (Content-Type: text/html)" in row.reason, row.reason
+    assert "'<!doctype html><title>Sign in</title>'" in row.reason
+    assert "stdout" not in row.reason and "stdin" not in row.reason
+    assert longest_life_s(made) < 1.0
