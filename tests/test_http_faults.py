@@ -84,3 +84,21 @@ def test_a_complete_answer_that_is_not_json_rpc_fails_at_once_with_status_header
     assert "'<!doctype html><title>Sign in</title>'" in row.reason
     assert "stdout" not in row.reason and "stdin" not in row.reason
     assert longest_life_s(made) < 1.0
+
+
+class OldSse(HttpGood):
+    """The deprecated HTTP+SSE transport (2024-11-05): the stream's first event is
+    ``endpoint`` naming where to POST, then keep-alives every 15 s, never ending."""
+
+    def http(self, request):
+        head = answer(200, b"", "text/event-stream", framing="close")
+        wires = [Wire("bytes", head + b"event: endpoint\r\ndata: /messages/?session_id=9f\r\n\r\n")]
+        return wires + [Wire("bytes", b": ping\r\n\r\n", 15.0 * n) for n in range(1, 5)]
+
+
+def test_the_deprecated_http_sse_transport_fails_at_once_naming_it_and_its_endpoint_event():
+    row, made = measured(OldSse)
+    assert row.status == "failed"
+    assert "HTTP+SSE" in row.reason and "2024-11-05" in row.reason, row.reason
+    assert "endpoint" in row.reason and "/messages/?session_id=9f" in row.reason
+    assert longest_life_s(made) < 1.0

@@ -90,6 +90,13 @@ NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 Headers")."""
 
 
+OLD_SSE = ("the server speaks the deprecated HTTP+SSE transport (2024-11-05): its event stream "
+           "sent an `endpoint` event naming {!r} as where to POST messages; mcpstart speaks "
+           "Streamable HTTP (2025-03-26 and later), whose answers come on the POST itself")
+"""The cause of an ``endpoint`` event, the first event of the old transport's stream
+(2024-11-05, basic/transports, "HTTP with SSE"): evidence at once of that transport."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on now at ``host`` (the kernel's choice for port 0)."""
     with socket.socket() as probe:
@@ -775,7 +782,7 @@ class HttpTransport(Transport):
                     self._end(conn, f"{_status(exchange)}: its body cannot be decoded as "
                                     f"Content-Encoding: {coding} says ({err})")
                     return
-            self._body(exchange, data, woke)
+            self._body(conn, exchange, data, woke)
         elif exchange.decoder is not None and not self._flushed(conn, exchange, woke):
             return
         elif self._finish(exchange, woke):
@@ -791,7 +798,9 @@ class HttpTransport(Transport):
     def _flushed(self, conn: _Connection, exchange: _Exchange, woke: int) -> bool:
         """The end of a coded body: what its decoder still holds goes to the body; False
         (the request failed) when the coded data ended short."""
-        self._body(exchange, exchange.decoder.flush(), woke)
+        self._body(conn, exchange, exchange.decoder.flush(), woke)
+        if conn.closed:
+            return False
         if exchange.decoder.eof:
             return True
         coding = exchange.headers_in.get("content-encoding", "").strip()
@@ -799,13 +808,16 @@ class HttpTransport(Transport):
                         "short of its end")
         return False
 
-    def _body(self, exchange: _Exchange, data: bytes, woke: int) -> None:
+    def _body(self, conn: _Connection, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.stream is None:
             exchange.buffer += data
             if len(exchange.buffer) > MAX_LINE_BYTES:
                 raise FrameTooLong(f"an HTTP answer of more than {MAX_LINE_BYTES} bytes")
             return
         for event in exchange.stream.feed(data):
+            if event.event == "endpoint" and exchange.kind == "request":
+                self._end(conn, OLD_SSE.format(jsonrpc.clip(event.data, 120)))
+                return
             self._frame(exchange, event.data, woke)
         if exchange.stream.pending_bytes > MAX_LINE_BYTES:
             raise FrameTooLong(f"an event of more than {MAX_LINE_BYTES} bytes")
