@@ -242,7 +242,7 @@ class ScriptedHttpTransport(HttpTransport):
 
     def _pump(self, deadline: float) -> bool:
         self._assign()
-        if not self._exit_news:
+        if not self._exit_news and not self._frames:
             until = deadline if self._retry_at is None else min(deadline, self._retry_at)
             self._due = [d for d in self._due if d.sock is None or not d.sock.closed]
             if self._due and self._due[0].at_s <= until:

@@ -102,3 +102,16 @@ def test_the_deprecated_http_sse_transport_fails_at_once_naming_it_and_its_endpo
     assert "HTTP+SSE" in row.reason and "2024-11-05" in row.reason, row.reason
     assert "endpoint" in row.reason and "/messages/?session_id=9f" in row.reason
     assert longest_life_s(made) < 1.0
+
+
+class OwnPort(HttpGood):
+    """Ignores ``{port}``: listens on a port of its own 0.3 s after its spawn."""
+
+    boot = (Wire("listen", after_s=0.3, where="127.0.0.1:8000"),)
+
+
+def test_a_server_listening_elsewhere_fails_as_soon_as_its_listener_appears():
+    row, made = measured(OwnPort)
+    assert row.status == "failed"
+    assert "127.0.0.1:8000" in row.reason and "{port}" in row.reason, row.reason
+    assert 0.3 <= longest_life_s(made) < 0.7

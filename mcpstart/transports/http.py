@@ -59,6 +59,8 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import psutil
+
 from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
@@ -78,6 +80,12 @@ when every open one is busy (a reply to a server's request while its event strea
 a request still unanswered after its wait ended, or an answered one whose stream the server
 keeps open)."""
 RETRY_MIN_S, RETRY_MAX_S, RETRY_FRACTION = 50e-6, 1e-3, 0.02
+LOOK_MIN_S, LOOK_FRACTION = 0.1, 0.25
+"""While a spawned server's port refuses connections, its process tree's listening sockets
+are read 0.1 s after the spawn, then every 25% of the time since it (at least 0.1 s): a
+server faster to listen costs no look; a slower one, a few looks of a few ms each. Two
+looks in a row that find it listening elsewhere fail what is queued (one could see another
+port of a server, e.g. its metrics, bound just before the MCP one)."""
 POLL_RESOLUTION_S = 1e-3
 """poll(2) waits in whole milliseconds (Python rounds a shorter timeout up): a shorter wait
 (a connect retry) sleeps, then looks once more; the sleep overshoots by the timer slack
@@ -302,6 +310,8 @@ class HttpTransport(Transport):
         self._queue: deque[_Exchange] = deque()
         self._frames: list[Frame] = []
         self._retry_at: float | None = None
+        self._look_at_s = LOOK_MIN_S  # since the spawn: when its listeners are next read
+        self._elsewhere: list[str] = []
         self._refused: str | None = None
         self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
 
@@ -557,12 +567,40 @@ class HttpTransport(Transport):
         tried again (module doc); a URL's server is not there, which fails what is queued."""
         if self.command is not None and self.accepting_ns is None:
             since = (self.now_ns() - self.t0_ns) / 1e9
+            if since >= self._look_at_s:
+                self._look_at_s = since + max(LOOK_MIN_S, since * LOOK_FRACTION)
+                elsewhere, self._elsewhere = self._elsewhere, self._listeners()
+                if elsewhere and self._elsewhere:
+                    self._fail_queue(
+                        f"the server listens on {', '.join(self._elsewhere)}, not on "
+                        f"{self.endpoint.authority}, the port mcpstart gave it in place of "
+                        f"{PORT}: its command may not pass {PORT} on, or the server ignores it")
+                    return
             self._retry_at = self.clock() + retry_interval_s(since)
             self._spare = self._socket()
             return
         if self._process_exited(0.1):
             return  # the server is gone: the session says how it ended
         self._fail_queue(f"cannot connect to {self.endpoint.url}: {os.strerror(code)}")
+
+    def _listeners(self) -> list[str]:
+        """Where the spawned process tree listens, sorted: "127.0.0.1:8000", "[::1]:8000"
+        (TCP sockets in LISTEN) and "unix:PATH" (named Unix sockets); [] for a URL."""
+        processes = self.processes
+        found = set()
+        for proc in processes.scan() if processes is not None else []:
+            try:
+                sockets = proc.net_connections(kind="inet") + proc.net_connections(kind="unix")
+            except psutil.Error:
+                continue
+            for sock in sockets:
+                if sock.family == socket.AF_UNIX:
+                    if sock.laddr and not sock.laddr.startswith(("@", "\0")):
+                        found.add(f"unix:{sock.laddr}")
+                elif sock.status == psutil.CONN_LISTEN and sock.laddr:
+                    host, port = sock.laddr[:2]
+                    found.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        return sorted(found)
 
     def _connected(self, conn: _Connection, at_ns: int) -> None:
         conn.connecting = False
@@ -667,6 +705,8 @@ class HttpTransport(Transport):
         if self._exit_news:  # seen while assigning (a reconnect the dead server refused)
             self._exit_news = False
             return True
+        if self._frames:  # made while assigning (requests failed at once): no wait
+            return False
         poller = select.poll()
         owners: dict[int, _Connection] = {}
         for conn in self._connections:
