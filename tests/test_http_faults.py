@@ -115,3 +115,26 @@ def test_a_server_listening_elsewhere_fails_as_soon_as_its_listener_appears():
     assert row.status == "failed"
     assert "127.0.0.1:8000" in row.reason and "{port}" in row.reason, row.reason
     assert 0.3 <= longest_life_s(made) < 0.7
+
+
+class EndlessCursor(HttpGood):
+    """tools/list never ends: the same tool and a fresh cursor on every page."""
+
+    def result(self, method, params):
+        result = super().result(method, params)
+        if method == "tools/list":
+            page = int((params.get("cursor") or "c0")[1:]) + 1
+            result = {**result, "nextCursor": f"c{page}"}
+        return result
+
+
+def test_an_endless_cursor_ends_paging_with_a_warning_naming_it_and_counts_tools_once():
+    row, made = measured(EndlessCursor)
+    assert row.status == "ok", row.reason
+    assert row.tools["count"] == 1
+    single = len(json.dumps(GoodServer().result("tools/list", {})["tools"],
+                            separators=(",", ":")))
+    assert row.tools["definitions_bytes"] == single
+    paging = [w["detail"] for w in row.warnings if "nextCursor" in w["detail"]]
+    assert paging and "'c100'" in paging[0], row.warnings
+    assert row.http["latency_ms"]["n"] == 3

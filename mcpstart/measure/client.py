@@ -117,12 +117,16 @@ class ToolList:
 
 def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> ToolList:
     """``tools/list``, following ``nextCursor`` until it is absent (MCP pagination), stopped
-    with a warning by a cursor seen before or past MAX_PAGES pages / MAX_TOOLS tools.
+    with a warning naming the cursor by a cursor followed before or past MAX_PAGES pages /
+    MAX_TOOLS tools. A tool listed again on a later page (the same name) counts once: the
+    first definition is kept, and a warning says how many were listed again.
 
     Raises:
         SessionError: a page got no usable answer (ProbeError: a wrong one).
     """
     tools, seen, warnings = [], set(), []
+    names: set[str] = set()
+    again = 0
     pages = size = 0
     answer_ms = 0.0
     cursor = None
@@ -135,7 +139,13 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
         page = result.get("tools")
         if not isinstance(page, list):
             raise ProbeError(f"tools/list result has no tools list: {str(page)[:200]!r}")
-        tools += page
+        for tool in page:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if isinstance(name, str) and name in names:
+                again += 1
+                continue
+            names.add(name)
+            tools.append(tool)
         pages, size = pages + 1, size + response.size_bytes
         answer_ms += response.answer_ms
         cursor = result.get("nextCursor")
@@ -146,6 +156,9 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
             warnings.append(warn.paging(stop))
             break
         seen.add(cursor)
+    if again:
+        warnings.append(warn.paging(f"{again} tool(s) listed again on a later page, each "
+                                    "counted once (its first definition kept)"))
     return ToolList(tools, pages, size, response.at_ns, warnings, answer_ms)
 
 
