@@ -138,3 +138,45 @@ def test_an_endless_cursor_ends_paging_with_a_warning_naming_it_and_counts_tools
     paging = [w["detail"] for w in row.warnings if "nextCursor" in w["detail"]]
     assert paging and "'c100'" in paging[0], row.warnings
     assert row.http["latency_ms"]["n"] == 3
+
+
+class NotificationError(HttpGood):
+    """Answers notifications/initialized with an error whose id is null."""
+
+    def http(self, request):
+        message = request.message
+        if isinstance(message, dict) and message.get("method") == "notifications/initialized":
+            error = {"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "Invalid request: notifications/initialized "
+                                           "is not a request"}}
+            return [Wire("bytes", answer(400, json.dumps(error).encode()))]
+        return super().http(request)
+
+
+def test_an_error_answering_a_notification_over_http_is_not_the_next_answer():
+    row, _ = measured(NotificationError)
+    assert row.status == "ok", row.reason
+    assert row.tools["count"] == 1 and row.http["latency_ms"]["n"] == 3
+    assert "notifications/initialized" in said(row)
+
+
+class StdioNotificationError(GoodServer):
+    def answer(self, message):
+        if isinstance(message, dict) and message.get("method") == "notifications/initialized":
+            return [Out("stdout", line({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "notifications/initialized: not a request"}}))]
+        return super().answer(message)
+
+
+def test_an_error_answering_a_notification_over_stdio_is_not_the_next_answer():
+    """The regression of an earlier round: the id-null error after notifications/initialized
+    was taken as tools/list's answer, failing the row."""
+    spawner = Spawner({"server": StdioNotificationError})
+    settings = fast(spawner=spawner, runs=1, warmup=0, round_trips=3, payload_bytes=2000,
+                    timeout_s=TIMEOUT_S, probe_timeout_s=5.0, order="sequential")
+    (row,) = run.measure([run.Server(ServerResult("server"), Command(["server"]))], settings,
+                         ["mcpstart", "measure"], {}).servers
+    assert row.status == "ok", row.reason
+    assert row.tools["count"] == 1 and row.round_trip_ms["n"] == 3
+    assert "notifications/initialized" in said(row)
+    assert max(t.lifetime_s for _, t in spawner.made) < TIMEOUT_S

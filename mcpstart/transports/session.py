@@ -170,6 +170,7 @@ class Session:
         self._joined: list[bytes] | None = None
         self._pending: dict[int, tuple[str, int]] = {}
         self._sent: set[int] = set()
+        self._notified: set[str] = set()  # the methods of the notifications sent
         self._next_id = 1
         self._answers = 0
         self._last_sent_ns, self._last_what = 0, "the first request"
@@ -229,6 +230,7 @@ class Session:
         if params is not None:
             message["params"] = params
         self.transport.send(jsonrpc.encode(message), message)
+        self._notified.add(method)
         self._last_sent_ns, self._last_what = self.transport.now_ns(), method
 
     def send_request(self, method: str, params: dict | None = None) -> int:
@@ -349,7 +351,8 @@ class Session:
         what = self._pending[request_id][0]
         for value in jsonrpc.unterminated(partial):
             try:
-                parsed = jsonrpc.classify(value, request_id, what, sent=self._sent)
+                parsed = jsonrpc.classify(value, request_id, what, sent=self._sent,
+                                          notified=self._notified)
             except jsonrpc.MalformedAnswer:
                 parsed = None
             if parsed is not None and parsed.answer is None:
@@ -402,7 +405,8 @@ class Session:
         if request_id is None:
             return None
         try:
-            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent)
+            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent,
+                                      notified=self._notified)
         except jsonrpc.MalformedAnswer:
             return None
         if parsed.answer is not None:
@@ -423,7 +427,8 @@ class Session:
         if value is None:
             return None
         lines, self._joined = len(self._joined), None
-        parsed = jsonrpc.classify(value, request_id, what, sent=self._sent)
+        parsed = jsonrpc.classify(value, request_id, what, sent=self._sent,
+                                  notified=self._notified)
         if parsed.answer is not None:
             raise jsonrpc.MalformedAnswer(
                 f"{what}: the server wrote one JSON message over {lines} lines; the stdio "
@@ -438,7 +443,8 @@ class Session:
             self.traffic.noise_example = jsonrpc.clip(lines[0], 120)
 
     def _take(self, decoded, request_id, what: str, line: Frame) -> Response | None:
-        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent)
+        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent,
+                                  notified=self._notified)
         if parsed.noise:
             self._count_noise_lines([line.data.strip()])
         if decoded.strict and parsed.answer is not None:
