@@ -9,6 +9,7 @@ from conftest import fast
 from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.results import ServerResult
+from mcpstart.transports.session import Waits
 
 from scripted import GoodServer, Out, ScriptedTransport, Spawner, line
 from scripted_http import HttpGood, HttpSpawner, Wire, answer
@@ -19,10 +20,10 @@ TIMEOUT_S = 20.0
 def measured(script, **changes):
     """One row of ``script`` over scripted HTTP, and the transports it made."""
     spawner = HttpSpawner(script)
-    settings = fast(http_transport=spawner, runs=1, warmup=0, round_trips=3,
-                    payload_bytes=2000, http_sessions=2, timeout_s=TIMEOUT_S,
-                    probe_timeout_s=5.0, order="sequential", transport="http", load_s=0,
-                    **changes)
+    settings = fast(**{"http_transport": spawner, "runs": 1, "warmup": 0, "round_trips": 3,
+                       "payload_bytes": 2000, "http_sessions": 2, "timeout_s": TIMEOUT_S,
+                       "probe_timeout_s": 5.0, "order": "sequential", "transport": "http",
+                       "load_s": 0, **changes})
     server = run.Server(ServerResult("server", "http"), Command(["server", "{port}"]),
                         transport="http")
     (row,) = run.measure([server], settings, ["mcpstart", "measure"], {}).servers
@@ -180,3 +181,39 @@ def test_an_error_answering_a_notification_over_stdio_is_not_the_next_answer():
     assert row.tools["count"] == 1 and row.round_trip_ms["n"] == 3
     assert "notifications/initialized" in said(row)
     assert max(t.lifetime_s for _, t in spawner.made) < TIMEOUT_S
+
+
+class Late(HttpGood):
+    """Answers initialize 4 s after it is asked."""
+
+    def http(self, request):
+        wires = super().http(request)
+        if isinstance(request.message, dict) and request.message.get("method") == "initialize":
+            for wire in wires:
+                wire.after_s = 4.0
+        return wires
+
+
+def test_a_late_http_answer_is_said_in_http_terms():
+    row, _ = measured(Late, timeout_s=3.0, waits=Waits(shutdown_grace_s=0.5, diagnosis_s=2.0))
+    assert row.status == "failed"
+    assert "no answer to initialize within 3 s; the answer came 1.0 s later" in row.reason
+    for stdio_word in ("stdin", "stdout line", "block-buffered", "stderr"):
+        assert stdio_word not in row.reason, row.reason
+
+
+class Silent(HttpGood):
+    """Accepts connections and never answers initialize."""
+
+    def http(self, request):
+        if isinstance(request.message, dict) and request.message.get("method") == "initialize":
+            return []
+        return super().http(request)
+
+
+def test_a_silent_http_server_times_out_with_a_cause_in_http_terms():
+    row, made = measured(Silent, timeout_s=3.0)
+    assert row.status == "failed"
+    assert row.reason.endswith("no answer to initialize within 3 s (no byte of an HTTP "
+                               "answer); its log (stdout and stderr) was empty"), row.reason
+    assert 3.0 <= longest_life_s(made) < 5.0

@@ -674,6 +674,8 @@ class HttpTransport(Transport):
         return b""
 
     framed_by_lines = False
+    log_name = "its log (stdout and stderr)"
+    noise_name = "event(s) of its HTTP answers"
 
     def silence(self) -> str:
         """"nothing accepted a connection at URL" (its argv may not pass ``{port}`` on), or

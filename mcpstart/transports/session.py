@@ -510,13 +510,14 @@ class Session:
             cause += ("; it sent a response mcpstart did not ask for: "
                       f"{self.traffic.stray_example!r}")
         if self.traffic.noise_lines:
-            cause += (f"; it wrote {self.traffic.noise_lines} stdout line(s) that are not "
-                      f"JSON-RPC, first: {self.traffic.noise_example!r}")
+            cause += (f"; it wrote {self.traffic.noise_lines} {self.transport.noise_name} "
+                      f"that are not JSON-RPC, first: {self.traffic.noise_example!r}")
         if self.traffic.notifications:
             cause += (f"; it sent {sum(self.traffic.notifications.values())} notification(s) "
                       f"({', '.join(sorted(self.traffic.notifications))})")
         tail = self.stderr_tail().strip()
-        return f"{cause}; {said_on_stderr(tail)}" if tail else f"{cause}; stderr was empty"
+        log = self.transport.log_name
+        return f"{cause}; {said_on_stderr(tail, log)}" if tail else f"{cause}; {log} was empty"
 
     def _diagnose_eof(self, what: str | None) -> str:
         """Why stdout ended: an exit (its code or signal) or stdout closed by a server that
@@ -685,13 +686,14 @@ _ERROR_LINE = re.compile(r"error|exception|fatal|panic|traceback|not found|denie
                          re.IGNORECASE)
 
 
-def said_on_stderr(tail: str) -> str:
-    """The last lines a server wrote on stderr as lines (not a Python repr), the final error
-    line pulled out in front: "its last error: ValueError: boom; stderr ended with:\n  ..."."""
+def said_on_stderr(tail: str, log: str = "stderr") -> str:
+    """The last lines a server wrote on stderr (``log``: what it is called) as lines (not a
+    Python repr), the final error line pulled out in front: "its last error: ValueError:
+    boom; stderr ended with:\n  ..."."""
     lines = [line.rstrip() for line in tail.splitlines() if line.strip()][-TAIL_LINES:]
     error = next((line.strip() for line in reversed(lines) if _ERROR_LINE.search(line)), None)
     quoted = "\n".join(f"  {line}" for line in lines)
-    return (f"its last error: {error}; " if error else "") + f"stderr ended with:\n{quoted}"
+    return (f"its last error: {error}; " if error else "") + f"{log} ended with:\n{quoted}"
 
 
 def _exit_words(ended) -> str:
