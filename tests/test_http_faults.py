@@ -217,3 +217,39 @@ def test_a_silent_http_server_times_out_with_a_cause_in_http_terms():
     assert row.reason.endswith("no answer to initialize within 3 s (no byte of an HTTP "
                                "answer); its log (stdout and stderr) was empty"), row.reason
     assert 3.0 <= longest_life_s(made) < 5.0
+
+
+class EveryThirdCall500(HttpGood):
+    """Answers every third tools/call of a process HTTP 500 with a plain-text body."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def http(self, request):
+        if isinstance(request.message, dict) and request.message.get("method") == "tools/call":
+            self.calls += 1
+            if self.calls % 3 == 0:
+                return [Wire("bytes", answer(500, b"the tool broke", "text/plain"))]
+        return super().http(request)
+
+
+def test_an_error_status_on_calls_of_a_series_is_counted_and_the_row_stays_ok():
+    row, _ = measured(EveryThirdCall500, round_trips=6, http_sessions=4)
+    assert row.status == "ok", row.reason
+    # the tool session: the large call, the Unicode check, then round trips 1-6: calls 3
+    # and 6 of the process are round trips 1 and 4
+    latency = row.http["latency_ms"]
+    assert latency["n"] == 4 and latency["errors"] == {"total": 2, "by_class": {"http_5xx": 2}}
+    assert row.round_trip_ms["errors"] == latency["errors"]
+    # the sessions' process: five warm-up sessions (calls 1-5), then sessions 1-4 (calls
+    # 6-9: the first and the last fail)
+    assert row.http["session_ms"]["n"] == 2
+    assert row.http["session_ms"]["errors"] == {"total": 2, "by_class": {"http_5xx": 2}}
+    warned = [w["detail"] for w in row.warnings if w["kind"] == "series_errors"]
+    assert warned == [
+        "2 of 6 round_trip_ms failed with an HTTP error status (counted, not a failure: see "
+        "round_trip_ms.errors); the first: tools/call reverse_text: HTTP 500 Internal Server "
+        "Error: the tool broke",
+        "2 of 4 http.session_ms failed with an HTTP error status (counted, not a failure: see "
+        "http.session_ms.errors); the first: tools/call reverse_text: HTTP 500 Internal "
+        "Server Error: the tool broke"]
