@@ -272,7 +272,8 @@ class ScriptedHttpTransport(HttpTransport):
             if conn is None:
                 return
             due.sock.inbox.append(wire.data if wire.kind == "bytes" else b"")
-            self._read(conn, self.now_ns())
+            while due.sock.inbox and not conn.closed:  # as poll(2) would wake it again
+                self._read(conn, self.now_ns())
 
     def exit(self) -> Exit | None:
         return self._exit

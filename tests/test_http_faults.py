@@ -253,3 +253,43 @@ def test_an_error_status_on_calls_of_a_series_is_counted_and_the_row_stays_ok():
         "2 of 4 http.session_ms failed with an HTTP error status (counted, not a failure: see "
         "http.session_ms.errors); the first: tools/call reverse_text: HTTP 500 Internal "
         "Server Error: the tool broke"]
+
+
+class NeedsToken(HttpGood):
+    """Answers 401 to any request without ``Authorization: Bearer s3cret-token``."""
+
+    def http(self, request):
+        if request.headers.get("authorization") != "Bearer s3cret-token":
+            return [Wire("bytes", answer(401, b'{"error":"invalid_token"}',
+                                         headers=(("WWW-Authenticate", "Bearer"),)))]
+        return super().http(request)
+
+
+def test_a_header_given_on_the_command_line_reaches_a_url_and_is_shown_nowhere(tmp_path):
+    from mcpstart.engine import job_for, measure as run_job
+    from mcpstart.redact import redact_argv
+
+    argv = ["mcpstart", "measure", "--url", "http://127.0.0.1:40001/mcp", "--header",
+            "Authorization: Bearer s3cret-token"]
+    assert redact_argv(argv)[-1] == "Authorization: ***"
+    assert redact_argv(["--header=Authorization: Bearer s3cret-token"]) == [
+        "--header=Authorization: ***"]
+    rows = {}
+    for given in ((), ("Authorization: Bearer s3cret-token",)):
+        options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
+                   "recipes_dir": None, "output": tmp_path / f"r{len(given)}.json",
+                   "load_seconds": 0.0, "url": "http://127.0.0.1:40001/mcp",
+                   "headers": given}
+        settings = fast(http_transport=HttpSpawner(NeedsToken), runs=1, warmup=0,
+                        round_trips=3, http_sessions=2, timeout_s=TIMEOUT_S,
+                        transport="http")
+        job = job_for((), options, settings, redact_argv(argv), lambda _: None)
+        outcome = run_job(job)
+        rows[bool(given)] = outcome.results.servers[0]
+        written = (tmp_path / f"r{len(given)}.json").read_text()
+        assert "s3cret" not in written
+        assert "s3cret" not in str(outcome.shown().to_dict())
+    assert rows[False].status == "failed" and "HTTP 401" in rows[False].reason
+    assert rows[True].status == "ok", rows[True].reason
+    assert rows[True].command["header_keys"] == ["Authorization"]
+    assert rows[True].http["latency_ms"]["n"] == 3
