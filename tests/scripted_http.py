@@ -159,7 +159,7 @@ class ScriptedHttpTransport(HttpTransport):
         listening_at: where the script listens other than on mcpstart's port.
     """
 
-    def __init__(self, script: HttpGood, url: str = "http://127.0.0.1:40001/mcp",
+    def __init__(self, script: HttpGood, url: str = "http://10.0.0.1:40001/mcp",
                  headers: dict[str, str] | None = None):
         super().__init__(url=url, headers=headers)
         self.command = Command(["scripted"])  # a spawned server's rules (retries, exits)
@@ -314,7 +314,7 @@ class HttpSpawner:
 
     def __call__(self, command=None, *, url=None, headers=None, cpus=None,
                  path="/mcp") -> ScriptedHttpTransport:
-        transport = ScriptedHttpTransport(self.script(), url or f"http://127.0.0.1:40001{path}",
+        transport = ScriptedHttpTransport(self.script(), url or f"http://10.0.0.1:40001{path}",
                                           headers)
         self.made.append(transport)
         return transport
