@@ -61,3 +61,34 @@ def test_an_error_answering_a_notification_over_stdio_as_a_real_process(tmp_path
     assert row["tools"]["count"] == 1 and row["round_trip_ms"]["n"] == 3
     assert "notifications/initialized" in said(row)
     assert not no_children()
+
+
+def test_load_counts_a_closed_connection_as_connection_and_ends_the_session_it_leaves():
+    """A server that closes the connection instead of answering every 7th call: under load
+    each close is a ``connection`` error (never ``protocol``), nothing is resent unseen,
+    and a user that starts over DELETEs the session the error left."""
+    from mcpstart.measure import load
+
+    if load.engine_version() is None:
+        from conftest import unavailable
+        unavailable("Locust is not installed (pip install 'mcpstart[http]')")
+    import tempfile
+    from pathlib import Path
+    options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
+               "recipes_dir": None, "output": Path(tempfile.mkdtemp()) / "r.json",
+               "load_seconds": 1.0}
+    settings = fast(runs=1, warmup=0, round_trips=3, payload_bytes=1000, http_sessions=2,
+                    load_s=1.0, load_users=2, load_timeout_s=2.0, load_rate=20.0,
+                    transport="http")
+    command = (sys.executable, str(FAKE), "--port", "{port}", "--close-every", "7")
+    job = job_for(command, options, settings, ["mcpstart"], lambda _: None, name="closes")
+    job.plan.ceiling = None
+    [row] = measure(job).results.to_dict()["servers"]
+    assert row["status"] == "ok", row["reason"]
+    blocks = {b["scenario"]: b for b in row["http"]["load"]}
+    for block in blocks.values():
+        classes = block["errors"]["by_class"]
+        assert classes["connection"] >= 1 and classes["protocol"] == 0, (block["scenario"],
+                                                                          classes)
+    assert blocks["calls"]["by_request"]["DELETE"]["n"] >= 1  # the stale sessions ended
+    assert not no_children()

@@ -57,11 +57,14 @@ parser.add_argument("--endless-cursor", action="store_true",
                     help="tools/list: the same tool and a fresh nextCursor on every page")
 parser.add_argument("--notification-error", action="store_true",
                     help="answer notifications/initialized 400 with an error whose id is null")
+parser.add_argument("--close-every", type=int, default=0, metavar="N",
+                    help="close the connection without answering every Nth tools/call")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
 HELD: dict[str, bytes] = {}  # --session-mib: what each open session holds
 LOCK = threading.Lock()
+CALLS: list[int] = []  # --close-every: the tools/call requests so far
 META = "io.modelcontextprotocol/"
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 
@@ -218,6 +221,13 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error(400, None, -32600, "Invalid request: notifications/initialized")
             return self.reply(202, b"", "text/plain")
         self.stalls = method == "tools/call"
+        if method == "tools/call" and args.close_every:
+            with LOCK:
+                CALLS.append(1)
+                closes = len(CALLS) % args.close_every == 0
+            if closes:
+                self.close_connection = True
+                return None
         if method == "tools/call":
             if args.exit_on_call:
                 os._exit(3)
