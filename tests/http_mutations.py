@@ -22,6 +22,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable
 
+import mutations
 from scripted_http import HttpGood, Request, Wire, answer
 
 METHODS = ("initialize", "tools/list", "tools/call")
@@ -182,9 +183,8 @@ BY_NAME = {kind.name: kind for kind in KINDS}
 
 
 @dataclass(frozen=True)
-class Mutation:
-    kind: str
-    method: str
+class Mutation(mutations.Mutation):
+    """An HTTP kind striking the answers to one method."""
 
     @property
     def spec(self) -> Kind:
