@@ -224,6 +224,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--transport", type=click.Choice(["stdio", "http", "both"]), default="stdio",
         help="Reference servers over stdio, Streamable HTTP ({port} in argv), or both."),
     opt("--url", help="A Streamable HTTP server already running (no start-up figures)."),
+    opt("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
+        help="A header sent with every request to each HTTP server (value masked)."),
     opt("--remote", is_flag=True, help="Also measure a config's HTTP entries (--config)."),
     opt("--load-s", "load_seconds", type=click.FloatRange(min=0), check=FINITE_S,
         help=f"Seconds per HTTP load scenario (0: none) [default: {defaults.LOAD_S:g}]."),

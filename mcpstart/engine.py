@@ -145,7 +145,8 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
                          pre=options.get("pre", False), transport=settings.transport,
                          url=options.get("url"), remote=options.get("remote", False),
                          load=settings.load_s > 0 and "load_seconds" in options,
-                         load_named=load_s is not None, endpoint=options.get("endpoint"))
+                         load_named=load_s is not None, endpoint=options.get("endpoint"),
+                         headers=options.get("headers", ()))
     except PlanError as err:
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,

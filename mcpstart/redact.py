@@ -34,15 +34,23 @@ def redact(value, secrets: tuple[str, ...]):
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """A command line with the values of ``--env KEY=VALUE`` and ``--input ID=VALUE`` (and
-    their ``--env=KEY=VALUE`` forms) replaced by ``***``, keys kept."""
-    out, redact_next = [], False
+    """A command line with the values of ``--env KEY=VALUE``, ``--input ID=VALUE`` and
+    ``--header 'Name: value'`` (and their ``--env=KEY=VALUE`` forms) replaced by ``***``,
+    keys and header names kept."""
+    out, redact_next = [], None
     for arg in argv:
         if redact_next:
-            arg, redact_next = arg.split("=", 1)[0] + "=" + MASK, False
-        elif arg in ("--env", "--input"):
-            redact_next = True
-        elif arg.startswith(("--env=", "--input=")):
-            arg = arg.split("=", 2)[0] + "=" + arg.split("=", 2)[1] + "=" + MASK
+            arg, redact_next = _masked(arg, redact_next), None
+        elif arg in ("--env", "--input", "--header"):
+            redact_next = ":" if arg == "--header" else "="
+        elif arg.startswith(("--env=", "--input=", "--header=")):
+            option, _, value = arg.partition("=")
+            arg = f"{option}={_masked(value, ':' if option == '--header' else '=')}"
         out.append(arg)
     return out
+
+
+def _masked(value: str, separator: str) -> str:
+    """``KEY=VALUE`` (``Name: value``) with the value masked."""
+    key = value.split(separator, 1)[0]
+    return f"{key}{separator}{' ' if separator == ':' else ''}{MASK}"

@@ -49,6 +49,9 @@ class ServerResult:
     phases_ms: dict | None = None
     modern_ms: dict | None = None
     round_trip_ms: dict | None = None
+    """The warm round trips (measure/warm.py): ``{n, p50, p95, samples}``, and ``errors``
+    ``{total, by_class: {http_4xx, http_5xx}}`` when an HTTP error status failed some calls
+    (``n`` counts the others; warning kind ``series_errors``)."""
     memory: dict | None = None
     payload: dict | None = None
     """The large call (measure/warm.py): ``{tool, request_bytes, response_bytes,
@@ -72,7 +75,9 @@ class ServerResult:
     "sse-primed", transports/http.py), ``ceiling_rps`` (the engine's rate on the same scenario
     against the HTTP floor in this run, answering in that shape), ``ceiling_ratio`` (rps / ceiling_rps), ``engine_bound`` (True: the engine, not
     the server, set the rate; None: no ceiling) and, for the paced scenario, ``rate`` asked and
-    ``rate_missed`` (reached under 90% of it)."""
+    ``rate_missed`` (reached under 90% of it). ``latency_ms.errors`` and
+    ``session_ms.errors``: ``{total, by_class}``, the calls and sessions an HTTP error status
+    failed (round_trip_ms's; the others are timed)."""
     launcher: dict | None = None
     dual_era: dict | None = None
     caching: dict | None = None

@@ -64,6 +64,9 @@ class Kind(StrEnum):
     """the load average exceeded the core count when the run started."""
     LOAD_ERRORS = "load_errors"
     """requests failed under load (counted by class; the row stays ok)."""
+    SERIES_ERRORS = "series_errors"
+    """calls of a series (round trips, full sessions) failed with an HTTP error status
+    (counted by class in the series' ``errors``; the row stays ok)."""
     LOAD_BOUND = "load_bound"
     """the load engine, not the server, set the rate (at its ceiling): a lower bound."""
     DRIFT = "drift"
@@ -255,6 +258,12 @@ def busy(metric: str, load_average: float, cores: int,
                 f"figures may be inflated by up to ~{100 * (median / fastest - 1):.0f}% "
                 f"(+{median - fastest:.2f} ms on a start as short as the floor's)")
     return warning(Kind.LOAD, load(metric, load_average, cores)["detail"] + size, metric)
+
+
+def series_errors(series: str, failed: int, calls: int, first: str | None) -> dict:
+    return warning(Kind.SERIES_ERRORS, f"{failed} of {calls} {series} failed with an HTTP "
+                                       f"error status (counted, not a failure: see {series}."
+                                       f"errors); the first: {first}", series)
 
 
 def load_errors(errors: dict[str, int]) -> dict:

@@ -134,5 +134,6 @@ def paging_stop(cursor: object, seen: set[str], pages: int, tools: int) -> str |
     if cursor in seen:
         return f"nextCursor {cursor[:60]!r} repeated a cursor already followed"
     if pages >= MAX_PAGES or tools >= MAX_TOOLS:
-        return f"{pages} pages / {tools} tools reached (limits {MAX_PAGES} / {MAX_TOOLS})"
+        return (f"nextCursor {cursor[:60]!r} not followed: {pages} pages / {tools} tools "
+                f"reached (limits {MAX_PAGES} / {MAX_TOOLS})")
     return None

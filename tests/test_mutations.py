@@ -107,6 +107,11 @@ def keeps_invariants(results, hit: list[Mutation], tmp_path) -> None:
             assert row.handshake_ms["n"] == 1 and row.handshake_ms["median"] is not None
         if first.method == "tools/call":
             assert row.tools is not None and row.tools["count"] == 1
+    written_and_rendered(results, tmp_path)
+
+
+def written_and_rendered(results, tmp_path) -> None:
+    """Both results files are written and read back; the table and the exports render."""
     path = tmp_path / "results.json"
     results.save(path)
     loaded = load(path)

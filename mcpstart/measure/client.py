@@ -28,6 +28,22 @@ class TooLarge(ProbeError):
     default body limit)."""
 
 
+class HttpStatusError(ProbeError):
+    """The HTTP transport's answer for a request the server answered with an error status
+    (4xx or 5xx) and no JSON-RPC answer of its own; ``status`` is that status. In a series
+    of calls (warm round trips, full sessions) it is that call's error, counted by its
+    class (``error_class``) and warned about; the series goes on."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def error_class(self) -> str:
+        """"http_4xx" or "http_5xx", the load engine's classes (load.ERROR_CLASSES)."""
+        return f"http_{self.status // 100}xx"
+
+
 def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
     """The call to make: ``call`` (``--call``) when given, else reverse_text where the server
     lists it, else None.
@@ -57,6 +73,7 @@ def result_of(response: Response, what: str) -> dict:
 
     Raises:
         TooLarge: the HTTP transport's answer for a request refused with 413.
+        HttpStatusError: its answer for another 4xx or 5xx status without a JSON-RPC answer.
         ProbeError: a JSON-RPC error answer (code and message quoted; an answer the HTTP
             transport made for an exchange that failed, with no code, by its own words) or
             a result that is not an object.
@@ -67,6 +84,9 @@ def result_of(response: Response, what: str) -> dict:
         if data.get("http_status") == 413:
             raise TooLarge(f"{what}: {error.get('message')}")
         if error.get("code") is None and "http_status" in data:
+            status = data["http_status"]
+            if isinstance(status, int) and status >= 400:
+                raise HttpStatusError(f"{what}: {error.get('message')}", status)
             raise ProbeError(f"{what}: {error.get('message')}")
         raise ProbeError(f"{what} returned JSON-RPC error {error.get('code')}: "
                          f"{error.get('message')}")
@@ -117,12 +137,16 @@ class ToolList:
 
 def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> ToolList:
     """``tools/list``, following ``nextCursor`` until it is absent (MCP pagination), stopped
-    with a warning by a cursor seen before or past MAX_PAGES pages / MAX_TOOLS tools.
+    with a warning naming the cursor by a cursor followed before or past MAX_PAGES pages /
+    MAX_TOOLS tools. A tool listed again on a later page (the same name) counts once: the
+    first definition is kept, and a warning says how many were listed again.
 
     Raises:
         SessionError: a page got no usable answer (ProbeError: a wrong one).
     """
     tools, seen, warnings = [], set(), []
+    names: set[str] = set()
+    again = 0
     pages = size = 0
     answer_ms = 0.0
     cursor = None
@@ -135,7 +159,13 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
         page = result.get("tools")
         if not isinstance(page, list):
             raise ProbeError(f"tools/list result has no tools list: {str(page)[:200]!r}")
-        tools += page
+        for tool in page:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if isinstance(name, str) and name in names:
+                again += 1
+                continue
+            names.add(name)
+            tools.append(tool)
         pages, size = pages + 1, size + response.size_bytes
         answer_ms += response.answer_ms
         cursor = result.get("nextCursor")
@@ -146,6 +176,9 @@ def list_tools(session: Session, timeout_s: float, meta: dict | None = None) -> 
             warnings.append(warn.paging(stop))
             break
         seen.add(cursor)
+    if again:
+        warnings.append(warn.paging(f"{again} tool(s) listed again on a later page, each "
+                                    "counted once (its first definition kept)"))
     return ToolList(tools, pages, size, response.at_ns, warnings, answer_ms)
 
 
@@ -191,6 +224,30 @@ def tool_error(call: ToolCall, outcome: CallResult) -> ProbeError:
     first, rest = (lines[0], lines[1:9]) if lines else ("(no text)", [])
     return ProbeError(f"tools/call {call.name}: the tool reported an error: {first}"
                       + "".join(f"\n  {line}" for line in rest))
+
+
+@dataclass
+class SeriesErrors:
+    """The calls of a series (warm round trips, full sessions) that an HTTP error status
+    failed: counted by class, the first one's cause kept."""
+
+    by_class: dict[str, int] = field(default_factory=dict)
+    first: str | None = None
+
+    def count(self, err: HttpStatusError) -> None:
+        self.by_class[err.error_class] = self.by_class.get(err.error_class, 0) + 1
+        self.first = self.first or str(err)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_class.values())
+
+    def record(self) -> dict:
+        """The series block's ``errors``: ``{total, by_class: {http_4xx, http_5xx}}``."""
+        return {"total": self.total, "by_class": dict(sorted(self.by_class.items()))}
+
+    def warning(self, series: str, calls: int) -> dict:
+        return warn.series_errors(series, self.total, calls, self.first)
 
 
 @dataclass

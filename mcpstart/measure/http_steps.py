@@ -47,7 +47,7 @@ from ..transports.http import PORT
 from ..transports.session import Session
 from ..wire import ToolCall, initialize_request
 from . import load, spawn
-from .client import NO_TOOL, chosen_call, initialize_result, list_tools
+from .client import NO_TOOL, SeriesErrors, chosen_call, initialize_result, list_tools
 from .server import Server, guard
 from .session_cost import listener_processes, session_costs
 from .settings import Settings
@@ -114,7 +114,9 @@ def _latency(row) -> None:
     cuts = load._percentiles(samples)
     row.http["latency_ms"] = {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"],
                               "p99": cuts["p99"] if stats["n"] >= 100 else None,
-                              "mean": stats["mean"], "samples": samples}
+                              "mean": stats["mean"], "samples": samples,
+                              **({"errors": row.round_trip_ms["errors"]}
+                                 if "errors" in row.round_trip_ms else {})}
 
 
 def _call(session: Session, settings: Settings, reference: bool = False) -> ToolCall | None:
@@ -145,8 +147,11 @@ def _sessions(server: Server, settings: Settings) -> None:
         transport = session.transport
         processes = (transport.processes.scan() if transport.processes is not None
                      else listener_processes(transport.endpoint))
-        costs, leak = session_costs(transport, settings, call, processes)
+        errors = SeriesErrors()
+        costs, leak = session_costs(transport, settings, call, processes, errors)
     server.row.http["session_ms"], server.row.http["sessions_leak"] = costs, leak
+    if errors.total:
+        server.row.warnings.append(errors.warning("http.session_ms", settings.http_sessions))
     if leak is None:
         server.row.skip_block("http.sessions_leak", "the server's listener is not a process "
                                                     "of this machine that mcpstart can read")

@@ -26,11 +26,19 @@ import os
 import time
 
 import gevent
+import geventhttpclient.client
 from geventhttpclient import HTTPClient
+from geventhttpclient.response import HTTPConnectionClosed
 from locust import User, constant, constant_throughput, events, task
 from locust.exception import StopUser
 
 from mcpstart.transports.sse import EventStream
+
+geventhttpclient.client._may_retry_after_send_error = lambda _method: False
+"""geventhttpclient resends an idempotent request (a DELETE) on a new connection when the
+server closed the one it went out on: that retry would be a request no one counts, and the
+close an error no one sees. Every request is sent once; a close is its ``connection``
+error."""
 
 CONFIG = json.load(open(os.environ["MCPSTART_LOAD"], encoding="utf-8"))
 META = "io.modelcontextprotocol/"
@@ -107,7 +115,7 @@ class McpUser(User):
 
     def on_start(self):
         self.http = self.client()
-        self.session, self.version, self.next_id = None, None, 1
+        self.session, self.version, self.next_id, self.stale = None, None, 1, None
         while WINDOW["start"] is None:
             gevent.sleep(0.005)
 
@@ -131,6 +139,7 @@ class McpUser(User):
             self.delete()
         else:
             if self.session is None:
+                self.end_stale()
                 self.initialize()
             self.call()
 
@@ -171,6 +180,14 @@ class McpUser(User):
             self.exchange("DELETE", "DELETE", b"", self.headers(), None)
         self.session = self.version = None
 
+    def end_stale(self):
+        """DELETE the session an error left behind before a new one begins (a client that
+        starts over ends what it started: 2025-11-25, "Session Management")."""
+        stale, self.stale = self.stale, None
+        if stale:
+            self.exchange("DELETE", "DELETE", b"", {**self.headers(), "Mcp-Session-Id": stale},
+                          None)
+
     def rpc(self, method: str, params: dict):
         rpc_id, self.next_id = self.next_id, self.next_id + 1
         body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params})
@@ -198,7 +215,7 @@ class McpUser(User):
             klass, detail = err.klass, err.detail
         except TimeoutError as err:  # the socket's own timeout (set past timeout_s)
             klass, detail = "timeout", f"{type(err).__name__}: {err}"
-        except OSError as err:  # refused, reset, closed
+        except (OSError, HTTPConnectionClosed) as err:  # refused, reset, closed
             klass, detail = "connection", f"{type(err).__name__}: {err}"
         except Exception as err:  # an HTTP answer that cannot be parsed
             klass, detail = "protocol", f"{type(err).__name__}: {err}"
@@ -212,7 +229,8 @@ class McpUser(User):
             if klass in ("timeout", "connection"):
                 self.http.close()  # its connection is in an unknown state: a new one
                 self.http = self.client()
-            self.session = None if CONFIG["scenario"] != "session" else self.session
+            if CONFIG["scenario"] != "session" and self.session:
+                self.stale, self.session = self.session, None
             raise Failed(klass, detail)
         return outcome
 

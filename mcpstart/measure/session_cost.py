@@ -20,7 +20,7 @@ from ..endpoint import Endpoint, is_loopback
 from ..transports.http import HttpTransport
 from ..transports.session import Session
 from ..wire import SMALL_TEXT, ToolCall, client_info
-from .client import call_tool, initialize_result, tool_error
+from .client import HttpStatusError, SeriesErrors, call_tool, initialize_result, tool_error
 from .settings import Settings
 
 WARMUP = 5
@@ -82,23 +82,37 @@ def one_session(transport: HttpTransport, settings: Settings, call: ToolCall) ->
 
 
 def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
-                  processes: list[psutil.Process]) -> tuple[dict, dict | None]:
+                  processes: list[psutil.Process],
+                  errors: SeriesErrors) -> tuple[dict, dict | None]:
     """``settings.http_sessions`` full sessions (module doc), each calling ``call``. Returns ``(session_ms,
-    sessions_leak)``: a stats block in ms; ``{sessions, delete_status, rss_before_bytes,
-    rss_after_bytes, bytes_per_session, points: [[sessions, rss_bytes]]}``, None when the
-    server's processes cannot be read.
+    sessions_leak)``: a stats block in ms (with ``errors``, {total, by_class}, when an HTTP
+    error status failed some counted sessions: each counted in ``errors``, the others
+    timed); ``{sessions, delete_status, rss_before_bytes, rss_after_bytes,
+    bytes_per_session, points: [[sessions, rss_bytes]]}``, None when the server's processes
+    cannot be read.
 
     Raises:
-        SessionError: as ``one_session``; the sessions before it are lost with it.
+        SessionError: as ``one_session`` (but a counted session's HTTP error status, unless
+            every one got one); the sessions before it are lost with it.
     """
     count = settings.http_sessions
     for _ in range(WARMUP):
-        one_session(transport, settings, call)
+        try:
+            one_session(transport, settings, call)
+        except HttpStatusError:  # a warm-up's error, as its time, is not kept
+            transport.end_session(settings.timeout_s)
     step = max(count // READINGS, 1)
     points = [[0, rss(processes)]] if processes else []
     times, statuses = [], set()
     for n in range(1, count + 1):
-        ms, status = one_session(transport, settings, call)
+        try:
+            ms, status = one_session(transport, settings, call)
+        except HttpStatusError as err:
+            errors.count(err)
+            if errors.total == count:
+                raise
+            transport.end_session(settings.timeout_s)  # the failed session's, if it began
+            continue
         times.append(ms)
         statuses.add(status)
         if processes and (n % step == 0 or n == count):
@@ -111,4 +125,7 @@ def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
         leak = {"sessions": count, "delete_status": sorted(s for s in statuses if s is not None),
                 "rss_before_bytes": ys[0], "rss_after_bytes": ys[-1],
                 "bytes_per_session": slope, "points": points}
-    return summarize(times), leak
+    stats = summarize(times)
+    if errors.total:
+        stats["errors"] = errors.record()
+    return stats, leak

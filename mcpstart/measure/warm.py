@@ -13,8 +13,8 @@ from ..wire import (SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
 from ..results import ServerResult
 from . import memory, spawn
-from .client import (NO_TOOL, ProbeError, Skips, TooLarge, call_tool, chosen_call,
-                     initialize_result, list_tools, tool_error)
+from .client import (NO_TOOL, HttpStatusError, ProbeError, SeriesErrors, Skips, TooLarge,
+                     call_tool, chosen_call, initialize_result, list_tools, tool_error)
 from .settings import Settings
 
 
@@ -204,28 +204,46 @@ def _round_trips(session: Session, settings: Settings, row: ServerResult, call: 
         row.skip_block("round_trip_ms", "--round-trips 0")
         return
     progress(f"{settings.round_trips} warm round trips")
+    errors = SeriesErrors()
     try:
-        row.round_trip_ms = round_trips(session, call, settings.round_trips, settings.timeout_s)
+        row.round_trip_ms = round_trips(session, call, settings.round_trips, settings.timeout_s,
+                                        errors)
     except (Exited, NoAnswer):
         raise
     except SessionError as err:
         row.fail(str(err))
         row.skip_block("round_trip_ms", str(err))
+        return
+    if errors.total:
+        row.warnings.append(errors.warning("round_trip_ms", settings.round_trips))
 
 
-def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float) -> dict:
+def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float,
+                errors: SeriesErrors | None = None) -> dict:
     """``count`` small calls of ``call`` on a warm session, one in flight, nothing else of
     mcpstart running. Returns ``{n, p50, p95, samples}`` in ms (request written to answer
-    read; p95 by linear interpolation, null under 20 calls).
+    read; p95 by linear interpolation, null under 20 calls), and ``errors`` ({total,
+    by_class}) when an HTTP error status failed some calls (counted in ``errors``; ``n``
+    counts the others).
 
     Raises:
-        SessionError: a call got no usable answer or its tool reported an error.
+        SessionError: a call got no usable answer or its tool reported an error; every
+            call failed with an HTTP error status (the first one's).
     """
-    samples = []
+    samples, errors = [], errors if errors is not None else SeriesErrors()
     for _ in range(count):
-        outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
+        try:
+            outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
+        except HttpStatusError as err:
+            errors.count(err)
+            if errors.total == count:
+                raise
+            continue
         if outcome.is_error:
             raise tool_error(call, outcome)
         samples.append(outcome.response.answer_ms)
     stats = summarize(samples)
-    return {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"], "samples": samples}
+    block = {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"], "samples": samples}
+    if errors.total:
+        block["errors"] = errors.record()
+    return block

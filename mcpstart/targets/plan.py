@@ -49,13 +49,31 @@ class Plan:
         return {s for t in self.targets for s in t.secrets}
 
 
+def parse_headers(values: tuple[str, ...]) -> dict[str, str]:
+    """``--header`` values (``Name: value``, as curl's ``-H``) as a dict, in order.
+
+    Raises:
+        PlanError: a value without a colon, or with an empty or invalid name.
+    """
+    import re
+
+    headers = {}
+    for value in values:
+        name, colon, rest = value.partition(":")
+        if not colon or not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name.strip()):
+            raise PlanError(f"--header {value.split(':')[0]!r}...: give it as 'Name: value'")
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
 def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
               configs: tuple[str, ...], client: str | None, name: str | None,
               cwd: str | None, only: tuple[str, ...], floor: bool,
               recipe_folder: Callable[[], Path], inputs: dict[str, str] | None = None,
               *, sdk: tuple[str, ...] = (), pre: bool = False, transport: str = "stdio",
               url: str | None = None, remote: bool = False, load: bool = False,
-              load_named: bool = False, endpoint: str | None = None) -> Plan:
+              load_named: bool = False, endpoint: str | None = None,
+              headers: tuple[str, ...] = ()) -> Plan:
     """The plan for one run; ``recipe_folder()`` is asked only when recipes are needed;
     ``inputs`` give VS Code's ``${input:ID}`` values (masked like secrets); ``sdk`` are
     ``--sdk LANG=SPEC`` values, each recipe's variants placed after it (targets/variants.py,
@@ -66,13 +84,16 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     given); ``remote`` measures a config's HTTP entries too (never loaded unless on
     loopback); ``load``: HTTP servers get load, so the HTTP floor is built for the ceiling;
     ``endpoint``: the MCP endpoint's path of the ``-- COMMAND`` and ``--server`` commands
-    spawned over HTTP (``{port}`` in their argv; None: /mcp).
+    spawned over HTTP (``{port}`` in their argv; None: /mcp); ``headers``: ``--header
+    'Name: value'`` values, sent with every request to each HTTP server of the run (over a
+    config entry's header of the same name; their values are secrets).
 
     Raises:
         PlanError: a bad --server, a duplicate name, an --only name nothing has, --name
             without a command, an unreadable config or recipe, a bad URL, an --sdk that
             names no variant or is given with servers that are not the reference set,
-            an --endpoint with no command spawned over HTTP.
+            an --endpoint with no command spawned over HTTP, a --header that is not
+            "Name: value".
     """
     from ..endpoint import Endpoint, is_loopback
     from .configs import ConfigError, load_config
@@ -119,6 +140,11 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
             entries += [replace(e, name=f"{e.name}@{found.client}") if e.name in taken else e
                         for e in more]
         plan.notes += [f"{config}: {note}" for note in found.notes]
+    given = parse_headers(headers)
+    if given:
+        plan.targets = [replace(t, headers={**t.headers, **given},
+                                secrets=t.secrets | set(given.values()))
+                        if t.transport == "http" else t for t in plan.targets]
     named = bool(command or server_specs or configs or url)
     if named and sdk:
         raise PlanError("--sdk builds the reference servers at other SDK versions; it does "

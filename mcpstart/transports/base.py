@@ -173,6 +173,11 @@ class Transport(ABC):
     """Messages are lines of a byte stream (stdio), so a silent server may be speaking
     LSP-style framing (a diagnosis probes for it); False for HTTP."""
 
+    log_name = "stderr"
+    """What a cause calls the server's diagnostic output (``stderr_tail``)."""
+    noise_name = "stdout line(s)"
+    """What a cause calls the pieces of output that are not JSON-RPC messages."""
+
     def silence(self) -> str:
         """What a server that sent nothing at all did not send, for a timeout's cause."""
         return "nothing at all on stdout"

@@ -54,16 +54,19 @@ import signal
 import socket
 import tempfile
 import time
+import zlib
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+import psutil
 
 from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES, Outbox
-from .http1 import Answers, request_head
+from .http1 import Answers, content_decoder, request_head
 from .sse import EventStream
 from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
 from .tree import ProcessSet, spawned
@@ -77,6 +80,12 @@ when every open one is busy (a reply to a server's request while its event strea
 a request still unanswered after its wait ended, or an answered one whose stream the server
 keeps open)."""
 RETRY_MIN_S, RETRY_MAX_S, RETRY_FRACTION = 50e-6, 1e-3, 0.02
+LOOK_MIN_S, LOOK_FRACTION = 0.1, 0.25
+"""While a spawned server's port refuses connections, its process tree's listening sockets
+are read 0.1 s after the spawn, then every 25% of the time since it (at least 0.1 s): a
+server faster to listen costs no look; a slower one, a few looks of a few ms each. Two
+looks in a row that find it listening elsewhere fail what is queued (one could see another
+port of a server, e.g. its metrics, bound just before the MCP one)."""
 POLL_RESOLUTION_S = 1e-3
 """poll(2) waits in whole milliseconds (Python rounds a shorter timeout up): a shorter wait
 (a connect retry) sleeps, then looks once more; the sleep overshoots by the timer slack
@@ -87,6 +96,13 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The methods whose ``Mcp-Name`` header mirrors a param (2026-07-28, "Standard Request
 Headers")."""
+
+
+OLD_SSE = ("the server speaks the deprecated HTTP+SSE transport (2024-11-05): its event stream "
+           "sent an `endpoint` event naming {!r} as where to POST messages; mcpstart speaks "
+           "Streamable HTTP (2025-03-26 and later), whose answers come on the POST itself")
+"""The cause of an ``endpoint`` event, the first event of the old transport's stream
+(2024-11-05, basic/transports, "HTTP with SSE"): evidence at once of that transport."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -153,7 +169,11 @@ class _Exchange:
     named: bool = False
     done: bool = False
     session_id: str | None = None
+    headers_in: dict[str, str] = field(default_factory=dict)
+    """The answer's header fields (lower-case names; a repeated one: its last value)."""
     retried: bool = False
+    decoder: object = None
+    """The answer's content decoder (http1.content_decoder), None when it has no coding."""
     prepared: list[memoryview] | None = None
     """The request's buffers (``_encode``), made before the clock for the first request of a
     spawn."""
@@ -182,6 +202,15 @@ def _label(exchange: _Exchange) -> str:
     return exchange.method or {"response": "a reply to the server's request",
                                "delete": "the session's DELETE"}.get(exchange.kind,
                                                                      "bytes that are no message")
+
+
+def _status(exchange: _Exchange) -> str:
+    """"HTTP 200 OK (Content-Type: text/html)": an answer's status and the header fields
+    that say what its body is."""
+    fields = [f"{name}: {exchange.headers_in[name.lower()]}"
+              for name in ("Content-Type", "Content-Encoding") if name.lower() in exchange.headers_in]
+    return (f"HTTP {exchange.status} {exchange.reason}".rstrip()
+            + f" ({', '.join(fields) or 'no Content-Type'})")
 
 
 def _answered(conn: _Connection) -> bool:
@@ -281,6 +310,8 @@ class HttpTransport(Transport):
         self._queue: deque[_Exchange] = deque()
         self._frames: list[Frame] = []
         self._retry_at: float | None = None
+        self._look_at_s = LOOK_MIN_S  # since the spawn: when its listeners are next read
+        self._elsewhere: list[str] = []
         self._refused: str | None = None
         self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
 
@@ -316,13 +347,13 @@ class HttpTransport(Transport):
         if self.prepared is not None:
             self._spawn()
         else:
-            self.t0_ns = time.perf_counter_ns()
+            self.t0_ns = self.now_ns()
         self._queue.extend(first)
         self._assign()
         if wait_s > 0:
-            deadline = time.monotonic() + wait_s
+            deadline = self.clock() + wait_s
             while self.accepting_ns is None and self._refused is None and \
-                    self._exited_ns is None and time.monotonic() < deadline:
+                    self._exited_ns is None and self.clock() < deadline:
                 self._pump(deadline)
 
     def _spawn(self) -> None:
@@ -333,7 +364,7 @@ class HttpTransport(Transport):
                 os.chdir(prepared.cwd)
             with affinity(self.cpus):
                 rehearse(prepared)
-                self.t0_ns = time.perf_counter_ns()
+                self.t0_ns = self.now_ns()
                 try:
                     self.pid = prepared.spawn()
                 except OSError as err:
@@ -417,8 +448,8 @@ class HttpTransport(Transport):
                                              *self.endpoint.headers])
         self.session_id = None
         self._queue.append(exchange)
-        deadline = time.monotonic() + timeout_s
-        while not exchange.done and time.monotonic() < deadline and self._exited_ns is None:
+        deadline = self.clock() + timeout_s
+        while not exchange.done and self.clock() < deadline and self._exited_ns is None:
             self._pump(deadline)
         return exchange.status if exchange.done else None
 
@@ -491,7 +522,7 @@ class HttpTransport(Transport):
         if self._refused is not None:
             self._fail_queue(self._refused)  # what was queued after the refusal, at once
             return None
-        if self._retry_at is not None and time.monotonic() < self._retry_at:
+        if self._retry_at is not None and self.clock() < self._retry_at:
             return None
         self._retry_at = None
         try:
@@ -505,7 +536,7 @@ class HttpTransport(Transport):
             ready.register(sock, select.POLLOUT)
             if ready.poll(0):
                 code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        at = time.perf_counter_ns()
+        at = self.now_ns()
         if code not in (0, errno.EINPROGRESS):
             sock.close()
             self._on_refused(code)
@@ -535,13 +566,41 @@ class HttpTransport(Transport):
         """A connect that did not get through: a spawned server that is not listening yet is
         tried again (module doc); a URL's server is not there, which fails what is queued."""
         if self.command is not None and self.accepting_ns is None:
-            since = (time.perf_counter_ns() - self.t0_ns) / 1e9
-            self._retry_at = time.monotonic() + retry_interval_s(since)
+            since = (self.now_ns() - self.t0_ns) / 1e9
+            if since >= self._look_at_s:
+                self._look_at_s = since + max(LOOK_MIN_S, since * LOOK_FRACTION)
+                elsewhere, self._elsewhere = self._elsewhere, self._listeners()
+                if elsewhere and self._elsewhere:
+                    self._fail_queue(
+                        f"the server listens on {', '.join(self._elsewhere)}, not on "
+                        f"{self.endpoint.authority}, the port mcpstart gave it in place of "
+                        f"{PORT}: its command may not pass {PORT} on, or the server ignores it")
+                    return
+            self._retry_at = self.clock() + retry_interval_s(since)
             self._spare = self._socket()
             return
         if self._process_exited(0.1):
             return  # the server is gone: the session says how it ended
         self._fail_queue(f"cannot connect to {self.endpoint.url}: {os.strerror(code)}")
+
+    def _listeners(self) -> list[str]:
+        """Where the spawned process tree listens, sorted: "127.0.0.1:8000", "[::1]:8000"
+        (TCP sockets in LISTEN) and "unix:PATH" (named Unix sockets); [] for a URL."""
+        processes = self.processes
+        found = set()
+        for proc in processes.scan() if processes is not None else []:
+            try:
+                sockets = proc.net_connections(kind="inet") + proc.net_connections(kind="unix")
+            except psutil.Error:
+                continue
+            for sock in sockets:
+                if sock.family == socket.AF_UNIX:
+                    if sock.laddr and not sock.laddr.startswith(("@", "\0")):
+                        found.add(f"unix:{sock.laddr}")
+                elif sock.status == psutil.CONN_LISTEN and sock.laddr:
+                    host, port = sock.laddr[:2]
+                    found.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        return sorted(found)
 
     def _connected(self, conn: _Connection, at_ns: int) -> None:
         conn.connecting = False
@@ -615,6 +674,8 @@ class HttpTransport(Transport):
         return b""
 
     framed_by_lines = False
+    log_name = "its log (stdout and stderr)"
+    noise_name = "event(s) of its HTTP answers"
 
     def silence(self) -> str:
         """"nothing accepted a connection at URL" (its argv may not pass ``{port}`` on), or
@@ -631,10 +692,10 @@ class HttpTransport(Transport):
         Raises:
             FrameTooLong: a body or event larger than framing.MAX_LINE_BYTES.
         """
-        deadline = time.monotonic() + max(timeout_s, 0)
+        deadline = self.clock() + max(timeout_s, 0)
         while not self._frames:
             stop = self._pump(deadline)
-            if stop or time.monotonic() >= deadline:
+            if stop or self.clock() >= deadline:
                 break
         frames, self._frames = self._frames, []
         return frames
@@ -646,6 +707,8 @@ class HttpTransport(Transport):
         if self._exit_news:  # seen while assigning (a reconnect the dead server refused)
             self._exit_news = False
             return True
+        if self._frames:  # made while assigning (requests failed at once): no wait
+            return False
         poller = select.poll()
         owners: dict[int, _Connection] = {}
         for conn in self._connections:
@@ -657,15 +720,15 @@ class HttpTransport(Transport):
                 owners[conn.sock.fileno()] = conn
         if self.pidfd is not None and self._exited_ns is None:
             poller.register(self.pidfd, select.POLLIN)
-        wait = deadline - time.monotonic()
+        wait = deadline - self.clock()
         if self._retry_at is not None:
-            wait = min(wait, self._retry_at - time.monotonic())
+            wait = min(wait, self._retry_at - self.clock())
         short = wait < POLL_RESOLUTION_S and not owners  # a retry's wait: no socket to watch
         events = poller.poll(0 if short else max(wait, 0) * 1000)
         if not events and short and wait > 0:  # poll(2) rounds up to whole ms
             time.sleep(wait)  # not a spin: on 2 busy cores that takes the server's CPU
             events = poller.poll(0)
-        woke = time.perf_counter_ns()
+        woke = self.now_ns()
         for fd, event in events:
             conn = owners.get(fd)
             if conn is None:
@@ -736,10 +799,34 @@ class HttpTransport(Transport):
             headers = dict(fields)
             exchange.content_type = headers.get("content-type", "").split(";")[0].strip()
             exchange.session_id = headers.get("mcp-session-id")
+            exchange.headers_in = headers
             if exchange.content_type == "text/event-stream" and 200 <= exchange.status < 300:
                 exchange.stream = EventStream()
+            try:
+                exchange.decoder = content_decoder(headers.get("content-encoding", ""))
+            except ValueError as err:
+                self._end(conn, f"{_status(exchange)} with {err}, a content coding mcpstart "
+                                "does not decode (it sent no Accept-Encoding; the SDK clients "
+                                "accept gzip and deflate)")
+                return
+            if exchange.decoder is not None:
+                coding = headers["content-encoding"].strip()
+                self._notes.append(f"answers {coding}-encoded (Content-Encoding: {coding}) "
+                                   "though mcpstart sent no Accept-Encoding: decoded, as the "
+                                   "SDK clients do (they ask for gzip and deflate)")
         elif event[0] == "body":
-            self._body(exchange, event[1], woke)
+            data = event[1]
+            if exchange.decoder is not None:
+                try:
+                    data = exchange.decoder.decompress(data)
+                except zlib.error as err:
+                    coding = exchange.headers_in.get("content-encoding", "").strip()
+                    self._end(conn, f"{_status(exchange)}: its body cannot be decoded as "
+                                    f"Content-Encoding: {coding} says ({err})")
+                    return
+            self._body(conn, exchange, data, woke)
+        elif exchange.decoder is not None and not self._flushed(conn, exchange, woke):
+            return
         elif self._finish(exchange, woke):
             conn.exchange = None
             if not event[1] or conn.out:  # an early answer (413) leaves the body unsent
@@ -750,13 +837,29 @@ class HttpTransport(Transport):
             self._lost(conn, "the server answered an earlier request again, then closed the "
                              "connection")
 
-    def _body(self, exchange: _Exchange, data: bytes, woke: int) -> None:
+    def _flushed(self, conn: _Connection, exchange: _Exchange, woke: int) -> bool:
+        """The end of a coded body: what its decoder still holds goes to the body; False
+        (the request failed) when the coded data ended short."""
+        self._body(conn, exchange, exchange.decoder.flush(), woke)
+        if conn.closed:
+            return False
+        if exchange.decoder.eof:
+            return True
+        coding = exchange.headers_in.get("content-encoding", "").strip()
+        self._end(conn, f"{_status(exchange)}: its Content-Encoding: {coding} body ended "
+                        "short of its end")
+        return False
+
+    def _body(self, conn: _Connection, exchange: _Exchange, data: bytes, woke: int) -> None:
         if exchange.stream is None:
             exchange.buffer += data
             if len(exchange.buffer) > MAX_LINE_BYTES:
                 raise FrameTooLong(f"an HTTP answer of more than {MAX_LINE_BYTES} bytes")
             return
         for event in exchange.stream.feed(data):
+            if event.event == "endpoint" and exchange.kind == "request":
+                self._end(conn, OLD_SSE.format(jsonrpc.clip(event.data, 120)))
+                return
             self._frame(exchange, event.data, woke)
         if exchange.stream.pending_bytes > MAX_LINE_BYTES:
             raise FrameTooLong(f"an event of more than {MAX_LINE_BYTES} bytes")
@@ -815,6 +918,13 @@ class HttpTransport(Transport):
                                                    "the answer")
             return True
         if ok and body.strip():
+            decoded = jsonrpc.decode(body, "body")
+            if not jsonrpc.is_message(decoded.value):
+                self._error_answer(exchange, woke, f"{_status(exchange)}: a complete body of "
+                                   f"{len(body)} bytes that is "
+                                   f"{decoded.error or 'not a JSON-RPC message'}, beginning "
+                                   f"{jsonrpc.clip(body, 80)!r}")
+                return True
             self._frame(exchange, body, woke)
             if exchange.named:
                 return True
@@ -848,6 +958,13 @@ class HttpTransport(Transport):
                    "error": {"code": code, "message": text, "data": {"http_status": status}}}
         self._frames.append(Frame(jsonrpc.json_bytes(message), woke))
 
+    def _end(self, conn: _Connection, cause: str) -> None:
+        """The answer ``conn`` carries is evidently not one mcpstart can read: its request
+        fails at once with ``cause``, and the connection (the rest of that answer) closes."""
+        exchange, conn.exchange = conn.exchange, None
+        conn.close()
+        self._failed(exchange, cause)
+
     def _lost(self, conn: _Connection, cause: str) -> None:
         """A connection ended (or broke) mid-exchange: its request fails with ``cause``,
         unless the server's process exited (the session then says how it ended)."""
@@ -870,7 +987,7 @@ class HttpTransport(Transport):
         ``cause`` (unless its answer already came), anything else a note."""
         exchange.done = True
         if exchange.kind == "request" and not exchange.named:
-            self._error_answer(exchange, time.perf_counter_ns(), cause)
+            self._error_answer(exchange, self.now_ns(), cause)
         elif exchange.kind != "request":
             self._notes.append(f"{_label(exchange)} not delivered: {cause}")
 
@@ -884,13 +1001,13 @@ class HttpTransport(Transport):
         if self.pidfd is None:
             return False
         if self._exited_ns is None and select.select([self.pidfd], [], [], wait_s)[0]:
-            self._exited_ns, self._exit_news = time.perf_counter_ns(), True
+            self._exited_ns, self._exit_news = self.now_ns(), True
         return self._exited_ns is not None
 
     def _fail_queue(self, cause: str) -> None:
         """Nothing can be sent: every queued request fails with ``cause`` at once."""
         self._refused = cause
-        woke = time.perf_counter_ns()
+        woke = self.now_ns()
         while self._queue:
             exchange = self._queue.popleft()
             if exchange.kind == "request":
@@ -935,7 +1052,7 @@ class HttpTransport(Transport):
             return Ended("already_exited", 0.0)
         processes = self.processes
         alive = [p.pid for p in processes.scan()]
-        start = time.perf_counter_ns()
+        start = self.now_ns()
         how, last = "already_exited", start if not alive else None
         for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
                                 ("sigkill", signal.SIGKILL,
@@ -945,7 +1062,7 @@ class HttpTransport(Transport):
             how = step
             processes.signal(sig)
             last = processes.wait_gone(wait)
-        end = last or time.perf_counter_ns()
+        end = last or self.now_ns()
         orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
                    for pid in alive if pid in processes.left_group]
         exited = list(processes.exited.values())

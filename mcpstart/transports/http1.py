@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
+import zlib
 
 import httptools
 
@@ -29,6 +30,29 @@ llhttp has none of its own): a server that sends more is not answering."""
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 _TARGET = re.compile(r"[\x21-\x7e]+")
+
+
+DECODED = ("gzip", "x-gzip", "deflate")
+"""The content codings an answer may come in that mcpstart decodes: those the official SDK
+clients ask for and decode (their HTTP clients, Node.js fetch and httpx, send
+``Accept-Encoding: gzip, deflate``; mcpstart sends none)."""
+
+
+def content_decoder(value: str):
+    """A decoder for an answer whose ``Content-Encoding`` is ``value`` (RFC 9110, section
+    8.4): None for no coding or ``identity``; a ``zlib`` decompress object (gzip or zlib
+    framing, told apart by their headers) for one coding of DECODED.
+
+    Raises:
+        ValueError: a coding mcpstart does not decode, or several (the message names them).
+    """
+    codings = [c.strip().lower() for c in value.split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    if not codings:
+        return None
+    if len(codings) > 1 or codings[0] not in DECODED:
+        raise ValueError(f"Content-Encoding: {value.strip()}")
+    return zlib.decompressobj(wbits=32 + zlib.MAX_WBITS)
 
 
 class AnswerError(Exception):

@@ -283,7 +283,8 @@ def _answer(message: dict, what: str, match: str, batch: bool) -> Answer:
 
 
 def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
-             batch: bool = False, sent: AbstractSet = frozenset()) -> Parsed:
+             batch: bool = False, sent: AbstractSet = frozenset(),
+             notified: AbstractSet[str] = frozenset()) -> Parsed:
     """Sort one parsed JSON value into a ``Parsed``.
 
     Args:
@@ -293,6 +294,9 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
         sent: the ids of the requests mcpstart sent (read, never changed): an answer with
             one of them but the awaited one is a stray (a duplicate); one with an id never
             sent fails.
+        notified: the methods of the notifications mcpstart sent: an error with id null
+            whose message names one of them, and not the pending request's method, answers
+            that notification (which needs no answer) and is noted, not taken as the answer.
 
     Raises:
         MalformedAnswer: an answer to the pending request that cannot be used.
@@ -300,10 +304,10 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
     parsed = parsed or Parsed()
     if isinstance(value, list) and value and not batch:
         for element in value:
-            classify(element, awaited_id, what, parsed, batch=True, sent=sent)
+            classify(element, awaited_id, what, parsed, batch=True, sent=sent,
+                     notified=notified)
         return parsed
-    if not isinstance(value, dict) or not ("method" in value or "result" in value
-                                           or "error" in value or "id" in value):
+    if not isinstance(value, dict) or MEMBERS.isdisjoint(value):
         parsed.noise = True
         return parsed
     if "method" in value:
@@ -324,6 +328,13 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
         return parsed
     if "id" not in value or value["id"] is None:
         error = value.get("error")
+        said = json.dumps(error) if isinstance(error, dict) else ""
+        named = sorted(m for m in notified if m in said)
+        if "id" in value and named and what.split(" ")[0] not in said:
+            parsed.notes.append(f"an error with id null answering {named[0]}, a notification "
+                                f"(which gets no answer; not taken as the answer to "
+                                f"{what.split(' ')[0]})")
+            return parsed
         said = (f"error {error.get('code')}: {error.get('message')}" if isinstance(error, dict)
                 else repr(clip(value)))
         raise MalformedAnswer(
@@ -340,6 +351,18 @@ def classify(value, awaited_id, what: str, parsed: Parsed | None = None,
             "the answer to its request")
     parsed.answer = _answer(value, what, match, batch)
     return parsed
+
+
+def is_message(value) -> bool:
+    """Whether a JSON value is a JSON-RPC message or a batch holding one: an object with
+    any of ``method``, ``result``, ``error`` or ``id`` (what ``classify`` does not count as
+    noise)."""
+    if isinstance(value, list):
+        return any(is_message(element) for element in value if not isinstance(element, list))
+    return isinstance(value, dict) and not MEMBERS.isdisjoint(value)
+
+
+MEMBERS = frozenset(("method", "result", "error", "id"))
 
 
 def looks_like_json_start(text: bytes) -> bool:

@@ -170,6 +170,7 @@ class Session:
         self._joined: list[bytes] | None = None
         self._pending: dict[int, tuple[str, int]] = {}
         self._sent: set[int] = set()
+        self._notified: set[str] = set()  # the methods of the notifications sent
         self._next_id = 1
         self._answers = 0
         self._last_sent_ns, self._last_what = 0, "the first request"
@@ -229,6 +230,7 @@ class Session:
         if params is not None:
             message["params"] = params
         self.transport.send(jsonrpc.encode(message), message)
+        self._notified.add(method)
         self._last_sent_ns, self._last_what = self.transport.now_ns(), method
 
     def send_request(self, method: str, params: dict | None = None) -> int:
@@ -349,7 +351,8 @@ class Session:
         what = self._pending[request_id][0]
         for value in jsonrpc.unterminated(partial):
             try:
-                parsed = jsonrpc.classify(value, request_id, what, sent=self._sent)
+                parsed = jsonrpc.classify(value, request_id, what, sent=self._sent,
+                                          notified=self._notified)
             except jsonrpc.MalformedAnswer:
                 parsed = None
             if parsed is not None and parsed.answer is None:
@@ -402,7 +405,8 @@ class Session:
         if request_id is None:
             return None
         try:
-            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent)
+            parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent,
+                                      notified=self._notified)
         except jsonrpc.MalformedAnswer:
             return None
         if parsed.answer is not None:
@@ -423,7 +427,8 @@ class Session:
         if value is None:
             return None
         lines, self._joined = len(self._joined), None
-        parsed = jsonrpc.classify(value, request_id, what, sent=self._sent)
+        parsed = jsonrpc.classify(value, request_id, what, sent=self._sent,
+                                  notified=self._notified)
         if parsed.answer is not None:
             raise jsonrpc.MalformedAnswer(
                 f"{what}: the server wrote one JSON message over {lines} lines; the stdio "
@@ -438,7 +443,8 @@ class Session:
             self.traffic.noise_example = jsonrpc.clip(lines[0], 120)
 
     def _take(self, decoded, request_id, what: str, line: Frame) -> Response | None:
-        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent)
+        parsed = jsonrpc.classify(decoded.value, request_id, what, sent=self._sent,
+                                  notified=self._notified)
         if parsed.noise:
             self._count_noise_lines([line.data.strip()])
         if decoded.strict and parsed.answer is not None:
@@ -504,13 +510,14 @@ class Session:
             cause += ("; it sent a response mcpstart did not ask for: "
                       f"{self.traffic.stray_example!r}")
         if self.traffic.noise_lines:
-            cause += (f"; it wrote {self.traffic.noise_lines} stdout line(s) that are not "
-                      f"JSON-RPC, first: {self.traffic.noise_example!r}")
+            cause += (f"; it wrote {self.traffic.noise_lines} {self.transport.noise_name} "
+                      f"that are not JSON-RPC, first: {self.traffic.noise_example!r}")
         if self.traffic.notifications:
             cause += (f"; it sent {sum(self.traffic.notifications.values())} notification(s) "
                       f"({', '.join(sorted(self.traffic.notifications))})")
         tail = self.stderr_tail().strip()
-        return f"{cause}; {said_on_stderr(tail)}" if tail else f"{cause}; stderr was empty"
+        log = self.transport.log_name
+        return f"{cause}; {said_on_stderr(tail, log)}" if tail else f"{cause}; {log} was empty"
 
     def _diagnose_eof(self, what: str | None) -> str:
         """Why stdout ended: an exit (its code or signal) or stdout closed by a server that
@@ -679,13 +686,14 @@ _ERROR_LINE = re.compile(r"error|exception|fatal|panic|traceback|not found|denie
                          re.IGNORECASE)
 
 
-def said_on_stderr(tail: str) -> str:
-    """The last lines a server wrote on stderr as lines (not a Python repr), the final error
-    line pulled out in front: "its last error: ValueError: boom; stderr ended with:\n  ..."."""
+def said_on_stderr(tail: str, log: str = "stderr") -> str:
+    """The last lines a server wrote on stderr (``log``: what it is called) as lines (not a
+    Python repr), the final error line pulled out in front: "its last error: ValueError:
+    boom; stderr ended with:\n  ..."."""
     lines = [line.rstrip() for line in tail.splitlines() if line.strip()][-TAIL_LINES:]
     error = next((line.strip() for line in reversed(lines) if _ERROR_LINE.search(line)), None)
     quoted = "\n".join(f"  {line}" for line in lines)
-    return (f"its last error: {error}; " if error else "") + f"stderr ended with:\n{quoted}"
+    return (f"its last error: {error}; " if error else "") + f"{log} ended with:\n{quoted}"
 
 
 def _exit_words(ended) -> str:

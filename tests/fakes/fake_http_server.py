@@ -11,6 +11,7 @@ with -32020, HeaderMismatch). Answers are application/json, or with --sse an eve
 
 import argparse
 import base64
+import gzip
 import json
 import os
 import sys
@@ -45,11 +46,25 @@ parser.add_argument("--pad-answer", type=int, default=0, metavar="BYTES",
                     help="every tools/call answer carries BYTES more in structuredContent")
 parser.add_argument("--stall-after", type=int, default=None, metavar="BYTES",
                     help="write only the first BYTES of a tools/call answer's body, then stall")
+parser.add_argument("--gzip", action="store_true",
+                    help="gzip every JSON answer (Content-Encoding: gzip), asked or not")
+parser.add_argument("--old-sse", action="store_true",
+                    help="the deprecated HTTP+SSE transport: every POST opens a stream whose "
+                         "first event is `endpoint`, then a keep-alive every 15 s")
+parser.add_argument("--own-port", action="store_true",
+                    help="ignore --port: listen on a port of the kernel's choice")
+parser.add_argument("--endless-cursor", action="store_true",
+                    help="tools/list: the same tool and a fresh nextCursor on every page")
+parser.add_argument("--notification-error", action="store_true",
+                    help="answer notifications/initialized 400 with an error whose id is null")
+parser.add_argument("--close-every", type=int, default=0, metavar="N",
+                    help="close the connection without answering every Nth tools/call")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
 HELD: dict[str, bytes] = {}  # --session-mib: what each open session holds
 LOCK = threading.Lock()
+CALLS: list[int] = []  # --close-every: the tools/call requests so far
 META = "io.modelcontextprotocol/"
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 
@@ -64,7 +79,10 @@ def result_for(message: dict, modern: bool):
         return {"supportedVersions": VERSIONS, "capabilities": {"tools": {}}, "resultType": "complete",
                 "_meta": {f"{META}serverInfo": {"name": "fake-http", "version": "1"}}}
     if method == "tools/list":
-        return {"tools": OTHER_TOOLS if args.no_reverse_tool else [REVERSE_TOOL]}
+        listed = {"tools": OTHER_TOOLS if args.no_reverse_tool else [REVERSE_TOOL]}
+        if args.endless_cursor:
+            listed["nextCursor"] = uuid.uuid4().hex
+        return listed
     if method == "tools/call":
         out = {"content": [{"type": "text", "text": call_text(params)}], "isError": False}
         if args.pad_answer:
@@ -104,6 +122,7 @@ def header_name(value: str) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # head and body are two writes: no 40 ms delayed-ACK stall
     stalls = False
 
     def log_message(self, *_):  # a quiet server
@@ -112,6 +131,9 @@ class Handler(BaseHTTPRequestHandler):
     def reply(self, status: int, body: bytes = b"", kind: str = "application/json",
               headers: dict | None = None) -> None:
         self.send_response(status)
+        if args.gzip and kind == "application/json" and body:
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
@@ -126,6 +148,20 @@ class Handler(BaseHTTPRequestHandler):
     def error(self, status: int, rpc_id, code: int, message: str) -> None:
         self.reply(status, json.dumps({"jsonrpc": "2.0", "id": rpc_id,
                                        "error": {"code": code, "message": message}}).encode())
+
+    def old_sse(self) -> None:
+        """2024-11-05 "HTTP with SSE": the stream names where to POST, then keeps alive."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self.wfile.write(f"event: endpoint\r\ndata: /messages/?session_id={uuid.uuid4().hex}"
+                         "\r\n\r\n".encode())
+        self.wfile.flush()
+        while True:
+            time.sleep(15)
+            self.wfile.write(b": ping\r\n\r\n")
+            self.wfile.flush()
 
     def do_DELETE(self):
         if self.path != args.path:
@@ -143,6 +179,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         if self.path != args.path:
             return self.reply(404, b"Not Found", "text/plain")
+        if args.old_sse:
+            return self.old_sse()
         size = int(self.headers.get("Content-Length") or 0)
         if args.max_body and size > args.max_body:  # answered first, as uvicorn does
             self.reply(413, b"Request body too large", "text/plain")
@@ -179,8 +217,17 @@ class Handler(BaseHTTPRequestHandler):
             if not known:
                 return self.error(404 if sid else 400, None, -32001, "Session not found")
         if rpc_id is None:
+            if args.notification_error and method == "notifications/initialized":
+                return self.error(400, None, -32600, "Invalid request: notifications/initialized")
             return self.reply(202, b"", "text/plain")
         self.stalls = method == "tools/call"
+        if method == "tools/call" and args.close_every:
+            with LOCK:
+                CALLS.append(1)
+                closes = len(CALLS) % args.close_every == 0
+            if closes:
+                self.close_connection = True
+                return None
         if method == "tools/call":
             if args.exit_on_call:
                 os._exit(3)
@@ -215,8 +262,8 @@ class Handler(BaseHTTPRequestHandler):
 
 if args.start_delay:
     time.sleep(args.start_delay)
-server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+server = ThreadingHTTPServer(("127.0.0.1", 0 if args.own_port else args.port), Handler)
 server.daemon_threads = True
-sys.stdout.write(f"listening on 127.0.0.1:{args.port}\n")
+sys.stdout.write(f"Uvicorn running on http://127.0.0.1:{server.server_address[1]}\n")
 sys.stdout.flush()
 server.serve_forever()

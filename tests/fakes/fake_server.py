@@ -42,6 +42,8 @@ parser.add_argument("--pretty", action="store_true", help="pretty-print answers 
 parser.add_argument("--string-id", action="store_true", help='answer id 1 as "1"')
 parser.add_argument("--pages", type=int, default=1, help="tools/list pages; reverse_text last")
 parser.add_argument("--cursor-loop", action="store_true", help="nextCursor never advances")
+parser.add_argument("--notification-error", action="store_true",
+                    help="answer notifications/initialized with an error whose id is null")
 parser.add_argument("--launcher", action="store_true",
                     help="fork: the child serves, the spawned process exits 0 at once")
 parser.add_argument("--call-error", action="store_true",
@@ -247,6 +249,9 @@ def handle(message: dict) -> None:
     if first:
         state["first"] = method
     if mid is None:
+        if args.notification_error and method == "notifications/initialized":
+            send({"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "Invalid request: notifications/initialized"}})
         return
     if method in RAW:
         write(RAW[method].replace("{id}", json.dumps(mid)).encode() + end)
