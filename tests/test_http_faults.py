@@ -8,7 +8,7 @@ import json
 from conftest import fast
 from mcpstart.command import Command
 from mcpstart.measure import run
-from mcpstart.results import ServerResult
+from mcpstart.results import ServerResult, validate
 from mcpstart.transports.session import Waits
 
 from scripted import GoodServer, Out, ScriptedTransport, Spawner, line
@@ -26,7 +26,9 @@ def measured(script, **changes):
                        "load_s": 0, **changes})
     server = run.Server(ServerResult("server", "http"), Command(["server", "{port}"]),
                         transport="http")
-    (row,) = run.measure([server], settings, ["mcpstart", "measure"], {}).servers
+    results = run.measure([server], settings, ["mcpstart", "measure"], {})
+    validate(results.to_dict())  # every row these faults leave is a valid results file
+    (row,) = results.servers
     return row, spawner.made
 
 
