@@ -50,7 +50,6 @@ import errno
 import json
 import os
 import select
-import signal
 import socket
 import tempfile
 import time
@@ -69,7 +68,7 @@ from .framing import MAX_LINE_BYTES, Outbox
 from .http1 import Answers, content_decoder, request_head
 from .sse import EventStream
 from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
-from .tree import ProcessSet, spawned
+from .tree import ProcessSet, escalate, spawned
 
 PORT = "{port}"
 """The placeholder of a command's argv that becomes the port the server listens on."""
@@ -1053,23 +1052,11 @@ class HttpTransport(Transport):
         processes = self.processes
         alive = [p.pid for p in processes.scan()]
         start = self.now_ns()
-        how, last = "already_exited", start if not alive else None
-        for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
-                                ("sigkill", signal.SIGKILL,
-                                 grace_s if kill_wait_s is None else kill_wait_s)):
-            if last is not None:
-                break
-            how = step
-            processes.signal(sig)
-            last = processes.wait_gone(wait)
-        end = last or self.now_ns()
-        orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
-                   for pid in alive if pid in processes.left_group]
-        exited = list(processes.exited.values())
-        processes.close()
+        ended = escalate(processes, self.pid, alive, start, "already_exited",
+                         start if not alive else None, grace_s, kill_wait_s,
+                         now_ns=self.now_ns)
         self.close()
-        return Ended(how, (end - start) / 1e6, processes.exited.get(self.pid, {}).get("exit_code"),
-                     orphans, exited)
+        return ended
 
     def close(self) -> None:
         """Close the connections, the server's stdin, its log file and the pidfd (the

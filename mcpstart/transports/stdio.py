@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..command import Command
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import LineBuffer, Outbox
-from .tree import ProcessSet, spawned
+from .tree import ProcessSet, escalate, spawned
 
 READ_CHUNK = 1 << 16
 """stdout is read into one preallocated buffer of this size: no allocation between a wake-up
@@ -469,22 +469,10 @@ class StdioTransport(Transport):
         self.end_input()
         how, last = ("eof", processes.wait_gone(grace_s, self)) if alive else \
             ("already_exited", start)
-        for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
-                                ("sigkill", signal.SIGKILL,
-                                 grace_s if kill_wait_s is None else kill_wait_s)):
-            if last is not None:
-                break
-            how = step
-            processes.signal(sig)
-            last = processes.wait_gone(wait, self)
-        end = last or time.perf_counter_ns()
-        orphans = [{"pid": pid, "cmdline": processes.info(pid)["cmdline"]}
-                   for pid in alive if pid in processes.left_group]
-        exited = list(processes.exited.values())
-        processes.close()
+        ended = escalate(processes, self.pid, alive, start, how, last, grace_s, kill_wait_s,
+                         self)
         self.close()
-        return Ended(how, (end - start) / 1e6, processes.exited.get(self.pid, {}).get("exit_code"),
-                     orphans, exited)
+        return ended
 
     def close(self) -> None:
         """Close every pipe end and the pidfd (the process itself is ``shutdown``'s); for a

@@ -15,11 +15,14 @@ from __future__ import annotations
 import ctypes
 import os
 import select
+import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psutil
+
+from .base import Ended
 
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_GET_CHILD_SUBREAPER = 37
@@ -267,3 +270,30 @@ class ProcessSet:
         for pid in list(self.members):
             self._retire(pid)
         _SPAWNED.discard(self.leader)
+
+
+def escalate(processes: ProcessSet, pid: int, alive: list[int], start_ns: int, how: str,
+             last_ns: int | None, grace_s: float, kill_wait_s: float | None = None,
+             pipes=None, now_ns=time.perf_counter_ns) -> Ended:
+    """The end of every transport's shutdown (docs/process-tree.md): while some member is
+    left (``last_ns`` None after the step ``how`` names: "eof" for stdio, "already_exited"
+    when none was alive), SIGTERM to every member and wait ``grace_s``, then SIGKILL and wait
+    ``kill_wait_s`` (default ``grace_s``); then the orphans (pids of ``alive`` seen outside
+    the process group: ``[{pid, cmdline}]``), every exit seen, and the set closed.
+    ``Ended.ms`` runs from ``start_ns`` to the last exit (``now_ns()`` if some never went);
+    ``pipes`` as for ``ProcessSet.wait_gone``; ``exit_code`` is ``pid``'s."""
+    for step, sig, wait in (("sigterm", signal.SIGTERM, grace_s),
+                            ("sigkill", signal.SIGKILL,
+                             grace_s if kill_wait_s is None else kill_wait_s)):
+        if last_ns is not None:
+            break
+        how = step
+        processes.signal(sig)
+        last_ns = processes.wait_gone(wait, pipes)
+    end = last_ns or now_ns()
+    orphans = [{"pid": member, "cmdline": processes.info(member)["cmdline"]}
+               for member in alive if member in processes.left_group]
+    exited = list(processes.exited.values())
+    processes.close()
+    return Ended(how, (end - start_ns) / 1e6, processes.exited.get(pid, {}).get("exit_code"),
+                 orphans, exited)
