@@ -302,29 +302,40 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
 @main.command(short_help="Compare two results files, or two variants; exit 1 on a regression.",
               epilog="\b\nExamples, in CI (Markdown for a pull-request comment):\n"
                      "  mcpstart compare main-results.json mcpstart-results.json > comment.md\n"
+                     "  mcpstart compare base.json pr.json --threshold memory=5 --format json\n"
                      "  mcpstart compare r.json --old-variant python@2.2.0 --new-variant python")
 @click.argument("old", type=click.Path(dir_okay=False))
 @click.argument("new", required=False, type=click.Path(dir_okay=False))
-@apply(opt("--threshold", default=defaults.THRESHOLD_PCT, type=click.FloatRange(min=0),
-           check=_finite(), help="Percent a slowdown must reach to count."),
+@apply(opt("--threshold", "thresholds", multiple=True, metavar="[FAMILY=]PCT",
+           check=_lib(".views.compare:thresholds_from"),
+           help="Percent a change for the worse must reach to count, per family: time, "
+                "memory, footprint, tools, load (a bare PCT: all); repeatable "
+                f"[default: {defaults.THRESHOLD_PCT:g} each]."),
        opt("--alpha", default=defaults.ALPHA, type=click.FloatRange(0, 1, min_open=True)),
+       opt("--pair", type=click.Choice(["name", "command"]), default="name",
+           help="Pair the servers of OLD and NEW by name or by the command that runs them."),
        opt("--old-variant", metavar="NAME", help="With one file: its server NAME is OLD."),
        opt("--new-variant", metavar="NAME", help="With one file: its server NAME is NEW."),
-       tablefmt_opt)
-def compare(old, new, threshold, alpha, old_variant, new_variant, tablefmt) -> None:
+       opt("--format", "tablefmt", default="github", check=_lib(".views.table:check_format",
+           ("json",)), help="A tabulate format, or json: the verdict and each metric's."))
+def compare(old, new, thresholds, alpha, pair, old_variant, new_variant, tablefmt) -> None:
     """Compare NEW with OLD, server by server, or two servers of one file (--old-variant,
     --new-variant: two SDK variants measured in the same interleaved rounds, the gate a
     drifting machine cannot fool): each series' medians, ratio and an exact one-sided
-    Mann-Whitney U test that NEW is slower; memory and footprint by ratio. Exit status: 1 a
-    regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's, or a server ok in
-    OLD failed in NEW); 0 none; 2 bad input."""
-    from .views.compare import compare as compare_results, render, sides
+    Mann-Whitney U test that NEW is slower; memory, footprint, tool list and load
+    throughput by their change against their family's threshold (docs/compare.md).
+    Exit status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above
+    OLD's; a single value THRESHOLD percent worse; a server ok in OLD failed in NEW) or a
+    server of OLD missing from NEW; 0 none; 2 bad input, or no server in both files."""
+    from .views.compare import compare as compare_results, render, sides, to_json
 
     before, after, names = _input(sides, lambda path: _load([path], "compare")[0].to_dict(),
                                   (old, new), (old_variant, new_variant))
-    comparison = compare_results(before, after, threshold, alpha, same_run=bool(old_variant))
-    click.echo(render(comparison, tablefmt, *names))
-    sys.exit(1 if comparison.regressions else 0)
+    comparison = compare_results(before, after, thresholds, alpha,
+                                 same_run=bool(old_variant), pair=pair)
+    click.echo(to_json(comparison, *names) if tablefmt == "json"
+               else render(comparison, tablefmt, *names), nl=tablefmt != "json")
+    sys.exit(comparison.exit_status)
 
 
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",
