@@ -112,6 +112,9 @@ class Results:
     None without load."""
     interrupted: str | None = None
     """Why the run ended early (an exit signal), else None: the rows hold what came before."""
+    incomplete: bool = False
+    """True while a run is still writing the file (every rewrite before the last); a file
+    left so was cut off (the process killed) and holds what was measured until then."""
     schema: str = SCHEMA
     secrets: tuple = field(default=(), repr=False)
     """Values masked with *** in every output (redact.py); never stored."""
