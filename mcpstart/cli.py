@@ -151,9 +151,11 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
 
 
 def _show(loaded: list, fmt: str, exports, *args) -> None:
+    """Print the table or records on stdout; what does not fit the format on stderr."""
     from .views.exports import present
 
-    click.echo(_input(present, loaded, fmt, exports, *args), nl=False)
+    click.echo(_input(present, loaded, fmt, exports, *args,
+                      aside=lambda text: click.echo(text, err=True)), nl=False)
 
 
 def _load(paths, reader: str) -> list:
@@ -176,7 +178,7 @@ Typical use, in any folder (the reference recipes ship with mcpstart):
   mcpstart doctor                          # what this machine gives mcpstart
   mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
   mcpstart report mcpstart-results.json    # the table again, from the results file""")
-@click.version_option(__version__, prog_name="mcpstart")
+@click.version_option(__version__, "-V", "--version", prog_name="mcpstart")
 def main() -> None:
     """Profile MCP servers (each official SDK's reference server, a C floor, or any you name):
     cold start and phases, memory, round trips, footprint, revisions, sessions, HTTP load."""
@@ -304,11 +306,17 @@ Example: two machines' cold start and idle memory, servers as rows:
        opt("--metrics", multiple=True, metavar="PATH", help="Only this row; repeatable, in order."),
        opt("--transpose", is_flag=True, help="Servers as rows, metrics as columns."),
        opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
+       opt("--list-metrics", is_flag=True, help="List the metric paths --metrics takes; exit."),
        export_opts)
-def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
+def report(results_files, fmt, metrics, transpose, labels, list_metrics, **kw) -> None:
     """Print the table of results files without measuring again (default:
-    mcpstart-results.json here): a column per server, per server and file for several.
-    Exit status 2 for a file that cannot be read or is no results file."""
+    mcpstart-results.json here; @-1, @N: a stored run): a column per server, per server and
+    file for several. Exit status 2 for a file that cannot be read or is no results file."""
+    if list_metrics:
+        from .views.table import metric_list
+
+        click.echo(metric_list(), nl=False)
+        return
     exports = _exports(kw)  # refused before any file is read
     _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, exports,
           list(labels) or None, metrics, transpose)
