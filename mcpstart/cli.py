@@ -76,6 +76,7 @@ recipes_opt = opt("--recipes", "recipes_dir", type=click.Path(file_okay=False),
 cache_opt = opt("--cache-dir", type=click.Path(file_okay=False),
                 help="Where builds go (default: $MCPSTART_CACHE_DIR, else ~/.cache/mcpstart).")
 require_all_opt = opt("--require-all", is_flag=True, help="A skipped server fails the run.")
+force_opt = opt("--force", is_flag=True, help="Replace the -o file if it exists.")
 quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
 tablefmt_opt = opt("--format", "tablefmt", default="github", help="Any tabulate format.",
                    check=_lib(".views.table:check_format"))
@@ -131,9 +132,14 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     from . import engine
     from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
+    from .runs import output_for
 
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
+    kw["output"], kept = _input(output_for, kw["output"], kw.pop("force"),
+                                defaults.OUTPUT if work == "measure" else None)
     with Display(quiet=quiet) as display:
+        if kept:
+            _progress(kept)
         job = _input(engine.job_for, command, kw, Settings.from_options(BASE, kw, **settings),
                      argv, _progress, *plan)
         display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
@@ -145,15 +151,25 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
 
 
 def _show(loaded: list, fmt: str, exports, *args) -> None:
+    """Print the table or records on stdout; what does not fit the format on stderr."""
     from .views.exports import present
 
-    click.echo(_input(present, loaded, fmt, exports, *args), nl=False)
+    click.echo(_input(present, loaded, fmt, exports, *args,
+                      aside=lambda text: click.echo(text, err=True)), nl=False)
 
 
 def _load(paths, reader: str) -> list:
+    """Read results files (a stored run named as ``@-1``, ``@N``: runs.resolve); a file a
+    run is still writing, or that a killed run left unfinished, is read with a warning."""
     from .results import load
+    from .runs import resolve
 
-    return [_input(load, p, reader) for p in paths]
+    loaded = [_input(lambda p=p: load(resolve(p), reader)) for p in paths]
+    for path, results in zip(paths, loaded):
+        if results.incomplete:
+            _progress(f"{path} is incomplete: a run is still writing it, or was killed before "
+                      "it finished; it holds what was measured so far")
+    return loaded
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
@@ -162,7 +178,7 @@ Typical use, in any folder (the reference recipes ship with mcpstart):
   mcpstart doctor                          # what this machine gives mcpstart
   mcpstart measure --runs 6 > table.md     # build what is stale, measure, print a table
   mcpstart report mcpstart-results.json    # the table again, from the results file""")
-@click.version_option(__version__, prog_name="mcpstart")
+@click.version_option(__version__, "-V", "--version", prog_name="mcpstart")
 def main() -> None:
     """Profile MCP servers (each official SDK's reference server, a C floor, or any you name):
     cold start and phases, memory, round trips, footprint, revisions, sessions, HTTP load."""
@@ -197,8 +213,9 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--runs", default=defaults.RUNS, type=click.IntRange(1, 10_000), help="Counted runs."),
     opt("--warmup", default=defaults.WARMUP, type=click.IntRange(0, 1_000), help="Warm-ups."),
     opt("--only", multiple=True, metavar="NAME", help="Measure only this server; repeatable."),
-    opt("--output", "-o", default=defaults.OUTPUT, type=click.Path(dir_okay=False),
-        check=_lib(".results:output_path"), help="Results file (JSON; a TOML copy beside)."),
+    opt("--output", "-o", type=click.Path(dir_okay=False), help="Results file (JSON; a TOML "
+        f"copy beside) [default: {defaults.OUTPUT}, the run before kept in mcpstart-runs/]."),
+    force_opt,
     timeout_opt, opt("--protocol-version", "requested_revision", default=defaults.REVISION,
                      check=_lib(".wire:revision"), help="Revision asked for in initialize."),
     opt("--payload-bytes", default=defaults.PAYLOAD_BYTES, type=click.IntRange(1, 128 << 20)),
@@ -259,8 +276,8 @@ def measure(command, quiet, fmt, **kw) -> None:
                      "  mcpstart revisions -- npx -y @modelcontextprotocol/server-memory")
 @click.argument("names", nargs=-1)
 @apply(targets_opts, probe_opt, timeout_opt,
-       opt("--output", "-o", type=click.Path(dir_okay=False), check=_lib(".results:output_path"),
-           help="Also write a results file (JSON, with its TOML copy)."),
+       opt("--output", "-o", type=click.Path(dir_okay=False),
+           help="Also write a results file (JSON, with its TOML copy)."), force_opt,
        sdk_opts, recipes_opt, cache_opt, tablefmt_opt, quiet_opt)
 def revisions(names, tablefmt, quiet, **kw) -> None:
     """Probe each server NAMES (default: all), or the one after -- COMMAND, in a fresh
@@ -291,11 +308,17 @@ Example: two machines' cold start and idle memory, servers as rows:
        opt("--metrics", multiple=True, metavar="PATH", help="Only this row; repeatable, in order."),
        opt("--transpose", is_flag=True, help="Servers as rows, metrics as columns."),
        opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
+       opt("--list-metrics", is_flag=True, help="List the metric paths --metrics takes; exit."),
        export_opts)
-def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
+def report(results_files, fmt, metrics, transpose, labels, list_metrics, **kw) -> None:
     """Print the table of results files without measuring again (default:
-    mcpstart-results.json here): a column per server, per server and file for several.
-    Exit status 2 for a file that cannot be read or is no results file."""
+    mcpstart-results.json here; @-1, @N: a stored run): a column per server, per server and
+    file for several. Exit status 2 for a file that cannot be read or is no results file."""
+    if list_metrics:
+        from .views.table import metric_list
+
+        click.echo(metric_list(), nl=False)
+        return
     exports = _exports(kw)  # refused before any file is read
     _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, exports,
           list(labels) or None, metrics, transpose)
@@ -304,29 +327,44 @@ def report(results_files, fmt, metrics, transpose, labels, **kw) -> None:
 @main.command(short_help="Compare two results files, or two variants; exit 1 on a regression.",
               epilog="\b\nExamples, in CI (Markdown for a pull-request comment):\n"
                      "  mcpstart compare main-results.json mcpstart-results.json > comment.md\n"
+                     "  mcpstart compare            # the previous run (@-1) against the last\n"
+                     "  mcpstart compare base.json pr.json --threshold memory=5 --format json\n"
                      "  mcpstart compare r.json --old-variant python@2.2.0 --new-variant python")
-@click.argument("old", type=click.Path(dir_okay=False))
+@click.argument("old", default="@-1", type=click.Path(dir_okay=False))
 @click.argument("new", required=False, type=click.Path(dir_okay=False))
-@apply(opt("--threshold", default=defaults.THRESHOLD_PCT, type=click.FloatRange(min=0),
-           check=_finite(), help="Percent a slowdown must reach to count."),
+@apply(opt("--threshold", "thresholds", multiple=True, metavar="[FAMILY=]PCT",
+           check=_lib(".views.compare:thresholds_from"),
+           help="Percent a change for the worse must reach to count, per family: time, "
+                "memory, footprint, tools, load (a bare PCT: all); repeatable "
+                f"[default: {defaults.THRESHOLD_PCT:g} each]."),
        opt("--alpha", default=defaults.ALPHA, type=click.FloatRange(0, 1, min_open=True)),
+       opt("--pair", type=click.Choice(["name", "command"]), default="name",
+           help="Pair the servers of OLD and NEW by name or by the command that runs them."),
        opt("--old-variant", metavar="NAME", help="With one file: its server NAME is OLD."),
        opt("--new-variant", metavar="NAME", help="With one file: its server NAME is NEW."),
-       tablefmt_opt)
-def compare(old, new, threshold, alpha, old_variant, new_variant, tablefmt) -> None:
+       opt("--format", "tablefmt", default="github", check=_lib(".views.table:check_format",
+           ("json",)), help="A tabulate format, or json: the verdict and each metric's."))
+def compare(old, new, thresholds, alpha, pair, old_variant, new_variant, tablefmt) -> None:
     """Compare NEW with OLD, server by server, or two servers of one file (--old-variant,
     --new-variant: two SDK variants measured in the same interleaved rounds, the gate a
-    drifting machine cannot fool): each series' medians, ratio and an exact one-sided
-    Mann-Whitney U test that NEW is slower; memory and footprint by ratio. Exit status: 1 a
-    regression (p <= ALPHA and NEW's median THRESHOLD percent above OLD's, or a server ok in
-    OLD failed in NEW); 0 none; 2 bad input."""
-    from .views.compare import compare as compare_results, render, sides
+    drifting machine cannot fool). Without NEW, NEW is mcpstart-results.json; without OLD
+    too, OLD is the run before it (@-1: the store of past runs). Each series' medians, ratio and an exact one-sided
+    Mann-Whitney U test that NEW is slower; memory, footprint, tool list and load
+    throughput by their change against their family's threshold (docs/compare.md).
+    Exit status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above
+    OLD's; a single value THRESHOLD percent worse; a server ok in OLD failed in NEW) or a
+    server of OLD missing from NEW; 0 none; 2 bad input, or no server in both files."""
+    from .views.compare import compare as compare_results, render, sides, to_json
 
+    if not (new or old_variant or new_variant):
+        new = defaults.OUTPUT  # `mcpstart compare`: the previous run against the last one
     before, after, names = _input(sides, lambda path: _load([path], "compare")[0].to_dict(),
                                   (old, new), (old_variant, new_variant))
-    comparison = compare_results(before, after, threshold, alpha, same_run=bool(old_variant))
-    click.echo(render(comparison, tablefmt, *names))
-    sys.exit(1 if comparison.regressions else 0)
+    comparison = compare_results(before, after, thresholds, alpha,
+                                 same_run=bool(old_variant), pair=pair)
+    click.echo(to_json(comparison, *names) if tablefmt == "json"
+               else render(comparison, tablefmt, *names), nl=tablefmt != "json")
+    sys.exit(comparison.exit_status)
 
 
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",

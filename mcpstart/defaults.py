@@ -44,5 +44,15 @@ HTTP_SESSIONS = 100
 """Full sessions timed per HTTP server (and the memory slope over them)."""
 THRESHOLD_PCT = 10.0
 """compare: percent above OLD's median a significant slowdown must reach to count."""
+THRESHOLDS_PCT = {"time": THRESHOLD_PCT, "memory": 10.0, "footprint": 10.0, "tools": 10.0,
+                  "load": 10.0}
+"""compare: per metric family, the percent a change for the worse must reach to count
+(docs/compare.md): timings and load latency slower, memory, sizes, counts and tokens larger,
+load throughput lower."""
+MEMORY_NOISE_PCT = 4.0
+"""compare: a memory difference of at most 4% is noise, whatever the threshold. Each idle
+reading is held to within 2% of /proc read by another process (benchmarks/memory_check.py,
+docs/checks.md), so two readings of the same tree can differ by up to 2 x 2% through the
+reading alone (docs/compare.md)."""
 ALPHA = 0.01
 """compare: significance level of its exact one-sided Mann-Whitney U test."""

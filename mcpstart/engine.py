@@ -177,13 +177,16 @@ def _servers(job: Job) -> tuple[list[run.Server], dict[str, str]]:
                            job.progress)
 
 
-def _writer(job: Job, secrets: tuple[str, ...]) -> tuple[Callable[[Results], None], list]:
-    """The rewrite called after every round and server, and the list holding its last
-    error."""
+def _writer(job: Job, secrets: tuple[str, ...]) -> tuple[Callable[..., None], list, list]:
+    """The rewrite called after every round and server (``rewrite(results)``: marked
+    incomplete) and once at the end (``rewrite(results, done=True)``), the list holding its
+    last error, and the list holding the Results it last wrote."""
     error: list[OSError] = []
+    last: list[Results] = []
 
-    def rewrite(results: Results) -> None:
-        results.secrets = secrets
+    def rewrite(results: Results, done: bool = False) -> None:
+        last[:] = [results]
+        results.secrets, results.incomplete = secrets, not done
         error.clear()
         try:
             if job.output is not None:
@@ -193,15 +196,18 @@ def _writer(job: Job, secrets: tuple[str, ...]) -> tuple[Callable[[Results], Non
             error.append(err)
             job.progress(f"cannot write {err.filename or job.output}: {err.strerror or err} "
                          "(measuring goes on)")
-    return rewrite, error
+    return rewrite, error, last
 
 
 def measure(job: Job) -> Outcome:
-    """Build, measure and write the results of ``job`` (module doc).
+    """Build, measure and write the results of ``job`` (module doc). The results file is
+    written first, before any build (a folder that cannot be written fails at once), and
+    marked incomplete until the last write.
 
     Raises:
-        JobError: the cache folder cannot be used.
-        SystemExit: an exit signal (interrupts.py); the results file was rewritten first.
+        JobError: the cache folder cannot be used; the results file cannot be written.
+        SystemExit: an exit signal (interrupts.py); the results file was rewritten first
+            with what was measured, and ``job.progress`` told whether anything was.
     """
     secrets = job.secrets
     for note in job.plan.notes:
@@ -209,13 +215,42 @@ def measure(job: Job) -> Outcome:
     budget = job.budget
     if budget is None and job.plan.together:
         budget = list(LIMITS_S)
-    rewrite, error = _writer(job, secrets)
-    with child_subreaper() if job.subreaper else nullcontext():
-        servers, toolchains = _servers(job)
-        results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
-                              rewrite, budget, job.sessions)
+    rewrite, error, last = _writer(job, secrets)
+    results = run.new_results(job.argv, job.settings, job.settings.order or "interleave", {})
+    results.secrets, results.incomplete = secrets, True
+    try:
+        if job.output is not None:  # the location, tried before anything is measured
+            results.save(job.output)
+    except OSError as err:
+        raise JobError(f"cannot write the results file {job.output}: "
+                       f"{err.strerror or err}") from err
+    try:
+        with child_subreaper() if job.subreaper else nullcontext():
+            servers, toolchains = _servers(job)
+            results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
+                                  rewrite, budget, job.sessions)
+    except SystemExit as stop:
+        if isinstance(stop.code, int) and stop.code > 128:
+            _stopped(job, (last or [results])[0], rewrite, signal.Signals(stop.code - 128).name)
+        raise
+    rewrite(results, done=True)
     results.secrets = secrets
     return Outcome(results, error[0] if error else None, job.output)
+
+
+def _stopped(job: Job, results: Results, rewrite: Callable[..., None], name: str) -> None:
+    """After an exit signal: the results file's last write (``results``: the last written,
+    the placeholder when the signal came during the builds and footprints, before the
+    first start), and a true sentence of what it holds."""
+    started = [row.name for row in results.servers if row.handshake_ms or row.http]
+    results.interrupted = results.interrupted or (f"stopped by {name} during the builds and "
+                                                  "footprints, before the first start")
+    if job.output is None:
+        return
+    rewrite(results, done=True)
+    job.progress(f"what was measured before {name} ({', '.join(started)}) is in {job.output}"
+                 if started else f"no server was started before {name}: {job.output} "
+                                 "records only the interruption")
 
 
 def revisions(job: Job) -> Outcome:
@@ -230,9 +265,9 @@ def revisions(job: Job) -> Outcome:
         servers, toolchains = _servers(job)
         results = run.revisions_only(servers, job.settings, job.argv, toolchains,
                                      job.progress)
-    rewrite, error = _writer(job, secrets)
+    rewrite, error, _ = _writer(job, secrets)
     if job.output is not None:
-        rewrite(results)
+        rewrite(results, done=True)
     results.secrets = secrets
     return Outcome(results, error[0] if error else None, job.output)
 
@@ -247,8 +282,7 @@ def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
             yield
         except SystemExit as stop:
             if isinstance(stop.code, int) and stop.code > 128:
-                say(f"stopped by {signal.Signals(stop.code - 128).name}; servers finished "
-                    "before it are in the results file")
+                say(f"stopped by {signal.Signals(stop.code - 128).name}")
             raise
         finally:
             shutdown_all()

@@ -117,6 +117,9 @@ class Results:
     None without load."""
     interrupted: str | None = None
     """Why the run ended early (an exit signal), else None: the rows hold what came before."""
+    incomplete: bool = False
+    """True while a run is still writing the file (every rewrite before the last); a file
+    left so was cut off (the process killed) and holds what was measured until then."""
     schema: str = SCHEMA
     secrets: tuple = field(default=(), repr=False)
     """Values masked with *** in every output (redact.py); never stored."""
@@ -132,7 +135,13 @@ class Results:
     @classmethod
     def from_dict(cls, data: dict) -> "Results":
         """Rebuild from the JSON form. Raises ResultsError on another schema."""
-        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        if isinstance(schema, str) and schema.startswith("mcpstart/") and schema != SCHEMA:
+            raise ResultsError(f"an mcpstart results file of schema {schema!r}, which this "
+                               f"mcpstart ({SCHEMA!r}) does not read: read it with the "
+                               "mcpstart version that wrote it (its mcpstart_version), or a "
+                               "newer one")
+        if schema != SCHEMA:
             raise ResultsError(f"not an mcpstart results file (schema {SCHEMA!r} expected)")
         for key, kind in (("created", str), ("environment", dict), ("settings", dict),
                           ("servers", list)):

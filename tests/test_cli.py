@@ -30,7 +30,7 @@ def run(tmp_path, *args):
     return CliRunner().invoke(main, ["measure", "--recipes", str(tmp_path / "build-recipes"),
                                      "--cache-dir", str(tmp_path / "cache"), "--runs", "2",
                                      "--timeout", "10", "--payload-bytes", "100000",
-                                     "-o", str(tmp_path / "out.json"), *args])
+                                     "-o", str(tmp_path / "out.json"), "--force", *args])
 
 
 def test_failing_server_is_a_row_and_the_others_are_kept(tmp_path):

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mcpstart.cli import main
 from mcpstart.stats import summarize
-from mcpstart.views.compare import compare, render
+from mcpstart.views.compare import compare, render, thresholds_from
 
 HANDSHAKE = [20.4, 19.8, 20.1, 21.0, 20.3, 19.9]
 FIRST_BYTE = [5.1, 4.9, 5.0, 5.2, 5.3, 4.8]
@@ -140,28 +140,32 @@ def test_threshold_and_small_significant_slowdowns():
     # but the median rises 8%
     assert row.p == 1 / 924 and not row.regression and row.verdict == "slower, within 10%"
     doubled = results(server("go", scale=2.0))
-    assert compare(old, doubled, threshold_pct=150).regressions == []
-    assert len(compare(old, doubled, threshold_pct=90).regressions) == 4
+    assert compare(old, doubled, thresholds={"time": 150, "load": 150}).regressions == []
+    assert len(compare(old, doubled, thresholds={"time": 90, "load": 90}).regressions) == 4
 
 
-def test_single_values_compare_by_ratio_only():
+def test_single_values_are_gated_by_their_family_threshold():
     old = results(server("ts"))
     new = results(server("ts", memory={"idle_rss_bytes": 80 * 2**20, "idle_pss_bytes": None},
                          footprint={"dependency_count": 62}))
     rows = {r.metric: r for r in compare(old, new).rows}
     assert rows["memory.idle_rss_bytes"].ratio == 2.0  # whole MiB counts: exact
-    assert rows["memory.idle_rss_bytes"].verdict == "no test"
+    assert rows["memory.idle_rss_bytes"].verdict == "regression"
     assert rows["footprint.dependency_count"].ratio == 2.0
-    assert not any(r.regression for r in rows.values())
+    assert rows["footprint.dependency_count"].family == "footprint"
+    assert {r.metric for r in compare(old, new).regressions} == {
+        "memory.idle_rss_bytes", "footprint.dependency_count"}
     # present in OLD only, NEW ok: listed as such
     assert rows["memory.idle_pss_bytes"].verdict == "only in OLD"
     assert rows["footprint.artifact_bytes"].new is None
     cells = [[c.strip() for c in line.split("|")[1:-1]]
              for line in render(compare(old, new)).splitlines() if line.startswith("| ts")]
     assert ["ts", "memory.idle_rss_bytes", "40.00 MiB", "80.00 MiB", "2.000", "-", "-",
-            "no test"] in cells
+            "**regression**"] in cells
     assert ["ts", "memory.peak_rss_bytes_payload", "60.00 MiB", "-", "-", "-", "-",
             "only in OLD"] in cells
+    # a threshold per family: 150% lets the doubled memory and dependencies through
+    assert compare(old, new, thresholds_from(["memory=150", "footprint=150"])).regressions == []
 
 
 def test_modern_and_round_trip_series():
@@ -183,8 +187,11 @@ def test_modern_and_round_trip_series():
 def test_servers_in_one_file_only_are_listed(tmp_path):
     result = run_compare(tmp_path, results(server("go"), server("c")),
                          results(server("go"), server("rust")))
-    assert result.exit_code == 0, result.output
-    assert "Only in OLD: c." in result.output and "Only in NEW: rust." in result.output
+    assert result.exit_code == 1, result.output  # a server of OLD gone: the gate fails
+    assert "Missing from NEW: c." in result.output and "Only in NEW: rust." in result.output
+    assert "1 server of OLD missing from NEW." in result.output
+    result = run_compare(tmp_path, results(server("go")), results(server("go"), server("rust")))
+    assert result.exit_code == 0, result.output  # a server added is no failure
 
 
 def test_missing_blocks_and_nulls_never_crash(tmp_path):
@@ -303,3 +310,97 @@ def test_a_slowdown_the_test_cannot_confirm_is_inconclusive(tmp_path):
     assert row.verdict == f"inconclusive (p = {row.p:.2g})"
     result = run_compare(tmp_path, old, new)
     assert result.exit_code == 0 and f"inconclusive (p = {row.p:.2g})" in result.output
+
+
+def fresh() -> dict:
+    """A fresh results file (both transports, load), each series cut to its first 8 samples
+    so that the exact test stays quick."""
+    def cut(value):
+        if isinstance(value, dict):
+            return {k: v[:8] if k == "samples" else cut(v) for k, v in value.items()}
+        return [cut(v) for v in value] if isinstance(value, list) else value
+    return cut(json.loads((Path(__file__).parent / "fixtures/results/both.json").read_text()))
+
+
+def changed(tmp_path, name: str, **scale) -> str:
+    """A copy of ``fresh()`` with the single values ``block__key=factor`` (e.g.
+    ``memory__idle_pss_bytes=1.5``) multiplied on every server."""
+    data = fresh()
+    for row in data["servers"]:
+        for path, factor in scale.items():
+            block, key = path.split("__")
+            row[block][key] = round(row[block][key] * factor)
+    return write(tmp_path / name, data)
+
+
+def test_the_gate_covers_memory_and_size_with_a_noise_rule(tmp_path):
+    fresh_file = changed(tmp_path, "fresh.json")
+    cli = CliRunner()
+    pss = cli.invoke(main, ["compare", fresh_file, changed(tmp_path, "pss.json",
+                                                           memory__idle_pss_bytes=1.5)])
+    assert pss.exit_code == 1, pss.output
+    assert "3 regressions: c memory.idle_pss_bytes; python memory.idle_pss_bytes; c-http " \
+           "memory.idle_pss_bytes." in pss.output
+    art = cli.invoke(main, ["compare", fresh_file, changed(tmp_path, "art.json",
+                                                           footprint__artifact_bytes=5)])
+    assert art.exit_code == 1 and "c footprint.artifact_bytes" in art.output
+    small = changed(tmp_path, "small.json", memory__idle_pss_bytes=1.02,
+                    footprint__artifact_bytes=1.01)
+    ok = cli.invoke(main, ["compare", fresh_file, small, "--format", "json"])
+    assert ok.exit_code == 0, ok.output
+    verdict = json.loads(ok.output)
+    assert verdict["verdict"] == "ok" and verdict["exit_status"] == 0
+    decisions = {(r["server"], r["metric"]): r["verdict"] for r in verdict["rows"]}
+    assert decisions["python", "memory.idle_pss_bytes"] == "within noise (4%)"
+    assert decisions["python", "footprint.artifact_bytes"] == "worse, within 10%"
+    # the same +1% with a footprint threshold of 0.5%: a regression, in JSON
+    strict = json.loads(cli.invoke(main, ["compare", fresh_file, small, "--format", "json",
+                                          "--threshold", "footprint=0.5"]).output)
+    assert strict["verdict"] == "regression" and strict["rules"]["thresholds_pct"] == {
+        "time": 10.0, "memory": 10.0, "footprint": 0.5, "tools": 10.0, "load": 10.0}
+    assert {"server": "python", "metric": "footprint.artifact_bytes"} in strict["regressions"]
+    # memory noise holds whatever the threshold: 2% stays noise at memory=1
+    noise = cli.invoke(main, ["compare", fresh_file, small, "--threshold", "memory=1",
+                              "--threshold", "footprint=5"])
+    assert noise.exit_code == 0, noise.output
+    bad = cli.invoke(main, ["compare", fresh_file, small, "--threshold", "speed=5"])
+    assert bad.exit_code == 2 and "unknown metric family 'speed'" in bad.output
+
+
+def test_an_unrelated_file_fails_the_gate(tmp_path):
+    fresh_file = changed(tmp_path, "fresh.json")
+    other = results(server("go"), server("rust"))
+    result = CliRunner().invoke(main, ["compare", fresh_file, write(tmp_path / "o.json", other)])
+    assert result.exit_code == 2
+    assert "No server in common" in result.output and "Smallest attainable p: ." not in \
+        result.output
+    assert "No timing series has samples in both files: no test ran." in result.output
+    as_json = CliRunner().invoke(main, ["compare", fresh_file, str(tmp_path / "o.json"),
+                                        "--format", "json"])
+    assert json.loads(as_json.output)["verdict"] == "no server in common"
+    assert as_json.exit_code == 2
+
+
+def test_an_engine_bound_load_figure_is_never_a_verdict(tmp_path):
+    data = fresh()
+    blocks = {b["scenario"]: b for b in data["servers"][2]["http"]["load"]}
+    assert blocks["session"]["engine_bound"] is True and blocks["rate"]["engine_bound"] is False
+    for block in blocks.values():
+        block["rps"] /= 2
+    rows = {r.metric: r for r in compare(fresh(), data).rows
+            if r.server == "c-http"}
+    assert rows["http.load.session.rps"].verdict == "engine-bound in OLD and NEW: no verdict"
+    assert not rows["http.load.session.rps"].regression
+    assert rows["http.load.rate.rps"].regression  # not engine-bound: half the rate fails
+
+
+def test_servers_pair_by_command(tmp_path):
+    old = results(server("go", command={"argv": ["./srv"]}))
+    new = results(server("srv", command={"argv": ["./srv"]}, memory={"idle_rss_bytes": 1}))
+    assert compare(old, new).exit_status == 2
+    paired = compare(old, new, pair="command")
+    assert paired.exit_status == 0 and paired.common == 1
+    assert {r.server for r in paired.rows} == {"go -> srv"}
+    result = CliRunner().invoke(main, ["compare", write(tmp_path / "a.json", old),
+                                       write(tmp_path / "b.json", new), "--pair", "command"])
+    assert result.exit_code == 0 and "| go -> srv" in result.output

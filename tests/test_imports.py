@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).parent.parent / "mcpstart"
 
 FLOORS = (
     {"mcpstart", "defaults", "warnings", "endpoint", "redact", "interrupts", "wire", "command"},
-    {"stats", "results", "transports"},
+    {"stats", "results", "runs", "transports"},
     {"targets"},
     {"measure"},
     {"views"},

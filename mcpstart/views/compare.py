@@ -1,29 +1,53 @@
 """Compare two results files, OLD and NEW: medians, ratios and an exact one-sided
-Mann-Whitney U test per measured series; the regressions a CI gate fails on."""
+Mann-Whitney U test per measured series, each single value (memory, sizes, counts, tokens,
+throughput) against its family's threshold; the regressions a CI gate fails on
+(docs/compare.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from dataclasses import asdict, dataclass, field
 
 from .. import warnings as warn
-from ..defaults import ALPHA, THRESHOLD_PCT
+from ..defaults import ALPHA, MEMORY_NOISE_PCT, THRESHOLDS_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
 
-SERIES = ("handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
-          "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call", "round_trip_ms",
-          *(f"http.start_ms.{p}" for p in ("port", "initialize", "tools_list", "first_call",
-                                            "discover", "modern_first_call")),
-          "http.latency_ms", "http.session_ms",
-          *(f"http.load.{s}.latency_ms" for s in ("session", "calls", "rate")))
-"""Series with raw samples (milliseconds), tested with Mann-Whitney U on their ``samples``
-(a load scenario's: a seeded draw of its request times)."""
+FAMILIES = ("time", "memory", "footprint", "tools", "load")
+"""The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
+THRESHOLDS_PCT)."""
 
-SINGLES = ("memory.idle_rss_bytes", "memory.idle_pss_bytes", "memory.peak_rss_bytes_payload",
-           "footprint.artifact_bytes", "footprint.dev_tree_bytes",
-           "footprint.dependency_count", "http.sessions_leak.bytes_per_session",
-           *(f"http.load.{s}.rps" for s in ("session", "calls", "rate")))
-"""Single values per server: compared by ratio only ("no test")."""
+SERIES = {**{m: "time" for m in (
+              "handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
+              "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call",
+              "round_trip_ms",
+              *(f"http.start_ms.{p}" for p in ("port", "initialize", "tools_list", "first_call",
+                                                "discover", "modern_first_call")),
+              "http.latency_ms", "http.session_ms")},
+          **{f"http.load.{s}.latency_ms": "load" for s in ("session", "calls", "rate")}}
+"""Series with raw samples (milliseconds) -> family, tested with Mann-Whitney U on their
+``samples`` (a load scenario's: a seeded draw of its request times)."""
+
+SINGLES = {**{f"memory.{m}": "memory" for m in ("idle_pss_bytes", "idle_uss_bytes",
+                                                 "idle_rss_bytes", "peak_rss_bytes_payload")},
+           **{f"footprint.{m}": "footprint" for m in ("artifact_bytes", "dev_tree_bytes",
+                                                       "dependency_count")},
+           **{m: "tools" for m in ("tools.list_bytes", "tools.tokens.count",
+                                   "instructions.bytes", "instructions.tokens")},
+           "http.sessions_leak.bytes_per_session": None,
+           **{f"http.load.{s}.rps": "load" for s in ("session", "calls", "rate")}}
+"""Single values per server -> family, compared by their change against the family's
+threshold ("no test"; memory within MEMORY_NOISE_PCT is noise); None: shown, not gated (the
+sessions' memory slope: a fit over one run, with no noise rule yet)."""
+
+LOWER_IS_WORSE = {f"http.load.{s}.rps" for s in ("session", "calls", "rate")}
+"""Metrics that regress by falling (throughput); every other one regresses by rising."""
+
+PAIRINGS = ("name", "command")
+"""How ``compare`` pairs a server of OLD with one of NEW: by its name, or by what runs it
+(its transport and argv, or the URL of a server already running), so the same command named
+by a config in one file and after ``--`` in the other is one server."""
 
 MIB = 1024 * 1024
 
@@ -32,7 +56,8 @@ MIB = 1024 * 1024
 class Row:
     """One compared metric of one server. ``old``/``new`` are medians (series) or values
     (singles), or status strings for the "status" metric; ``ratio`` is new / old; ``u``,
-    ``p`` and ``n_old``/``n_new`` are set for tested series."""
+    ``p`` and ``n_old``/``n_new`` are set for tested series; ``family`` is the metric's
+    (FAMILIES; None: not gated) and ``threshold_pct`` the threshold it was judged by."""
 
     server: str
     metric: str
@@ -45,18 +70,23 @@ class Row:
     p: float | None = None
     n_old: int = 0
     n_new: int = 0
+    family: str | None = None
+    threshold_pct: float | None = None
 
 
 @dataclass
 class Comparison:
     """Everything ``compare`` found: rows in server order, servers present in one file only,
-    and the rules used (``alpha``, ``threshold_pct``)."""
+    and the rules used (``alpha``, ``thresholds`` percent per family, ``pair``)."""
 
     alpha: float
-    threshold_pct: float
+    thresholds: dict[str, float]
+    pair: str = "name"
     rows: list[Row] = field(default_factory=list)
     only_old: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
+    common: int = 0
+    """How many servers both files hold (paired by ``pair``)."""
     notes: list[dict] = field(default_factory=list)
     """Stored warnings (warnings.py) about the comparison itself: drift, no floor, load."""
 
@@ -65,6 +95,42 @@ class Comparison:
         """The rows that make ``mcpstart compare`` exit 1."""
         return [row for row in self.rows if row.regression]
 
+    @property
+    def exit_status(self) -> int:
+        """2: no server in both files (the wrong file, most likely); 1: a regression, or a
+        server of OLD missing from NEW; 0: neither."""
+        if not self.common:
+            return 2
+        return 1 if self.regressions or self.only_old else 0
+
+    @property
+    def verdict(self) -> str:
+        """"no server in common", "regression", "server missing" or "ok"."""
+        return {2: "no server in common", 0: "ok"}.get(
+            self.exit_status, "regression" if self.regressions else "server missing")
+
+
+def thresholds_from(values: tuple[str, ...] | list[str] = ()) -> dict[str, float]:
+    """Per-family thresholds (percent): defaults.THRESHOLDS_PCT with each ``FAMILY=PCT``
+    (``memory=5``) of ``values`` applied in order; a bare ``PCT`` sets every family.
+
+    Raises:
+        ValueError: an unknown family, or a percent that is not a finite number >= 0.
+    """
+    thresholds = dict(THRESHOLDS_PCT)
+    for value in values:
+        family, _, pct = value.rpartition("=")
+        if family and family not in FAMILIES:
+            raise ValueError(f"unknown metric family {family!r}: one of {', '.join(FAMILIES)}")
+        try:
+            percent = float(pct)
+        except ValueError:
+            raise ValueError(f"{value!r} is not PCT or FAMILY=PCT (e.g. memory=5)") from None
+        if not math.isfinite(percent) or percent < 0:
+            raise ValueError(f"{pct} is not a finite percent >= 0")
+        thresholds.update({family: percent} if family else dict.fromkeys(FAMILIES, percent))
+    return thresholds
+
 
 def _samples(row: dict, path: str) -> list[float]:
     block = dig(row, path)
@@ -72,12 +138,25 @@ def _samples(row: dict, path: str) -> list[float]:
     return [v for v in samples if is_number(v)] if isinstance(samples, list) else []
 
 
-def _servers(results: dict) -> dict[str, dict]:
-    """Server rows by name (first row of a name wins); rows without a name are ignored."""
+def _key(row: dict, pair: str) -> str | None:
+    """The server's pairing key: its name, or (``pair`` "command") its transport and argv,
+    else the URL it was measured at; None when the row has none."""
+    if pair == "name":
+        return row.get("name") if isinstance(row.get("name"), str) else None
+    argv = dig(row, "command.argv")
+    if isinstance(argv, list) and argv:
+        return json.dumps([row.get("transport") or "stdio", argv])
+    endpoint = dig(row, "http.endpoint")
+    return json.dumps(["url", endpoint]) if isinstance(endpoint, str) else None
+
+
+def _servers(results: dict, pair: str = "name") -> dict[str, dict]:
+    """Server rows by pairing key (``_key``; the first row of a key wins); rows without a
+    name or key are ignored."""
     servers = {}
     for row in results.get("servers") or []:
-        if isinstance(row, dict) and isinstance(row.get("name"), str):
-            servers.setdefault(row["name"], row)
+        if isinstance(row, dict) and isinstance(row.get("name"), str) and _key(row, pair):
+            servers.setdefault(_key(row, pair), row)
     return servers
 
 
@@ -110,22 +189,68 @@ def _values(row: dict, metric: str) -> list[float]:
     return [value] if is_number(value) else []
 
 
+def _engine_bound(old_row: dict, new_row: dict, metric: str) -> str | None:
+    """For a load scenario's figure: which file(s) mark the block engine-bound (its rate set
+    by the load engine's ceiling: measure/load.py), else None."""
+    if not metric.startswith("http.load."):
+        return None
+    scenario = metric.split(".")[2]
+    sides = [side for side, row in (("OLD", old_row), ("NEW", new_row))
+             if dig(row, f"http.load.{scenario}.engine_bound") is True]
+    return " and ".join(sides) or None
+
+
+def _single_row(name: str, metric: str, old: float, new: float, family: str | None,
+                threshold_pct: float | None) -> Row:
+    """A single value's decision (docs/compare.md): the change for the worse (up, or down
+    for LOWER_IS_WORSE) in percent of OLD against ``threshold_pct``; memory within
+    MEMORY_NOISE_PCT is noise."""
+    row = Row(name, metric, old, new, "not gated", ratio=_ratio(old, new), family=family,
+              threshold_pct=threshold_pct)
+    if family is None:
+        return row
+    worse = (old - new if metric in LOWER_IS_WORSE else new - old)
+    change = worse / old * 100 if old else (math.inf if worse > 0 else 0.0)
+    if new == old:
+        row.verdict = "same"
+    elif family == "memory" and abs(new - old) <= abs(old) * MEMORY_NOISE_PCT / 100:
+        row.verdict = f"within noise ({MEMORY_NOISE_PCT:g}%)"
+    elif change > threshold_pct:
+        row.verdict, row.regression = "regression", True
+    elif change > 0:
+        row.verdict = f"worse, within {threshold_pct:g}%"
+    else:
+        row.verdict = "better"
+    return row
+
+
 def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: float,
-                threshold_pct: float) -> Row | None:
+                thresholds: dict[str, float]) -> Row | None:
     before, after = _values(old_row, metric), _values(new_row, metric)
     if metric == "phases_ms.first_byte" and before == _values(old_row, "handshake_ms") \
             and after == _values(new_row, "handshake_ms"):
         return None  # the first byte is the handshake's own line: no row of its own
+    family = SERIES.get(metric) or SINGLES.get(metric)
+    threshold = thresholds.get(family)
     if before and after:
         if metric in SERIES:
-            return _series_row(name, metric, before, after, alpha, threshold_pct)
-        return Row(name, metric, before[0], after[0], "no test", ratio=_ratio(before[0], after[0]))
+            row = _series_row(name, metric, before, after, alpha, threshold)
+            row.family, row.threshold_pct = family, threshold
+        else:
+            row = _single_row(name, metric, before[0], after[0], family, threshold)
+        bound = _engine_bound(old_row, new_row, metric)
+        if bound:
+            row.regression = False
+            row.verdict = f"engine-bound in {bound}: no verdict"
+        return row
     # one side only: worth a row unless the other side's server did not finish (its status
     # row says so already)
     if before and new_row.get("status") == "ok":
-        return Row(name, metric, summarize(before)["median"], None, "only in OLD")
+        return Row(name, metric, summarize(before)["median"], None, "only in OLD",
+                   family=family)
     if after and old_row.get("status") == "ok":
-        return Row(name, metric, None, summarize(after)["median"], "only in NEW")
+        return Row(name, metric, None, summarize(after)["median"], "only in NEW",
+                   family=family)
     return None
 
 
@@ -165,52 +290,60 @@ def sides(read, paths: tuple, variants: tuple) -> tuple[dict, dict, tuple]:
     return read(paths[0]), read(paths[1]), paths
 
 
-def compare(old: dict, new: dict, threshold_pct: float = THRESHOLD_PCT, alpha: float = ALPHA,
-            same_run: bool = False) -> Comparison:
+def compare(old: dict, new: dict, thresholds: dict[str, float] | None = None,
+            alpha: float = ALPHA, same_run: bool = False, pair: str = "name") -> Comparison:
     """Compare two results files, each given as its JSON form (``Results.to_dict()``);
     ``same_run``: both come from one run (``variant_pair``), so neither the floor's drift
-    nor the machines are checked.
+    nor the machines are checked. Servers are paired by ``pair`` (PAIRINGS: "name" or
+    "command"); a pair whose names differ is shown as "OLD_NAME -> NEW_NAME".
 
     For each server in both files: a "status" row when the status changed; each series of
     ``SERIES`` with samples on both sides gets old and new medians, the ratio, and
     ``mann_whitney_greater(old, new)``; each of ``SINGLES`` present on both sides gets its
-    ratio ("no test"). A metric present on one side only is listed as "only in OLD/NEW"
-    unless the other side's server did not finish ("failed" or "skipped"), which its status
-    row already says. Missing blocks and null or non-numeric values are skipped, never an
-    error.
+    ratio and the decision of its family's threshold (docs/compare.md). A metric present on
+    one side only is listed as "only in OLD/NEW" unless the other side's server did not
+    finish ("failed" or "skipped"), which its status row already says. Missing blocks and
+    null or non-numeric values are skipped, never an error.
 
-    Regression rules: a series whose p <= ``alpha`` and whose NEW median is more than
-    ``threshold_pct`` percent above OLD's; a server "ok" in OLD and "failed" in NEW. A series
-    whose ``smallest_p`` is above ``alpha`` is "too few runs": it can never be significant.
-    A series whose median is above the threshold but whose p is above ``alpha`` is
-    "inconclusive (p = P)", never "ok": the test could not tell a slowdown from noise.
+    Regression rules (docs/compare.md): a series whose p <= ``alpha`` and whose NEW median
+    is more than its family's threshold percent above OLD's; a single value worse than OLD's
+    by more than its family's threshold (memory: and by more than MEMORY_NOISE_PCT); a
+    server "ok" in OLD and "failed" in NEW. A load figure marked engine-bound in either file
+    is never a regression. A series whose ``smallest_p`` is above ``alpha`` is "too few
+    runs"; one whose median is above the threshold but whose p is above ``alpha`` is
+    "inconclusive (p = P)", never "ok". ``Comparison.exit_status`` adds a server of OLD
+    missing from NEW (1) and no server in common (2).
 
     Args:
         old, new: results dicts ("servers": [{name, status, handshake_ms, ...}]).
-        threshold_pct: percent; 10 means NEW must be more than 1.1 x OLD.
+        thresholds: percent per family (``thresholds_from``); None: the defaults.
         alpha: significance level of the one-sided test, in (0, 1].
     """
-    comparison = Comparison(alpha=alpha, threshold_pct=threshold_pct)
-    old_servers, new_servers = _servers(old), _servers(new)
-    drift = {} if same_run else _drift(old_servers, new_servers, alpha, threshold_pct,
+    thresholds = dict(THRESHOLDS_PCT if thresholds is None else thresholds)
+    comparison = Comparison(alpha=alpha, thresholds=thresholds, pair=pair)
+    old_servers, new_servers = _servers(old, pair), _servers(new, pair)
+    drift = {} if same_run else _drift(old_servers, new_servers, alpha, thresholds["time"],
                                        comparison.notes)
     comparison.notes += [] if same_run else _machines(old, new)
     rules = [dig(doc, "settings.phase_rule") for doc in (old, new)]
     if rules[0] != rules[1]:
         comparison.notes.append(warn.phase_rule(*rules))
-    comparison.only_old = [n for n in old_servers if n not in new_servers]
-    comparison.only_new = [n for n in new_servers if n not in old_servers]
-    for name, old_row in old_servers.items():
-        new_row = new_servers.get(name)
+    comparison.only_old = [r["name"] for k, r in old_servers.items() if k not in new_servers]
+    comparison.only_new = [r["name"] for k, r in new_servers.items() if k not in old_servers]
+    for key, old_row in old_servers.items():
+        new_row = new_servers.get(key)
         if new_row is None:
             continue
+        comparison.common += 1
+        name = old_row["name"] if old_row["name"] == new_row["name"] else \
+            f"{old_row['name']} -> {new_row['name']}"
         status = _status_row(name, old_row, new_row)
         if status:
             comparison.rows.append(status)
-        for metric in SERIES + SINGLES:
-            row = _metric_row(name, metric, old_row, new_row, alpha, threshold_pct)
+        for metric in [*SERIES, *SINGLES]:
+            row = _metric_row(name, metric, old_row, new_row, alpha, thresholds)
             if row and row.regression and metric in drift and \
-                    row.ratio <= drift[metric] * (1 + threshold_pct / 100):
+                    row.ratio <= drift[metric] * (1 + thresholds[SERIES[metric]] / 100):
                 row.verdict, row.regression = (f"slower as the floor is (x{drift[metric]:.3f}): "
                                                "the machine drifted"), False
             if row:
@@ -271,30 +404,45 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OLD",
-           new_name: str = "NEW") -> str:
-    """The comparison as text for a terminal or a pull-request comment: the rules (alpha,
-    threshold, smallest attainable p per pair of sample sizes), one table row per ``Row``
-    (``tablefmt``: any tabulate format; "github" is Markdown), servers found in one file
-    only, and the regressions."""
-    from tabulate import tabulate
-
-    markdown = tablefmt in ("github", "pipe")
-    alpha, threshold = comparison.alpha, comparison.threshold_pct
+def rules(comparison: Comparison) -> list[str]:
+    """The rules a comparison applied, one sentence each: the test of the timings, the
+    thresholds per family and the noise rule, and the smallest p the run counts can
+    reach (or that no series was tested)."""
+    alpha, t = comparison.alpha, comparison.thresholds
     sizes = sorted({(r.n_old, r.n_new) for r in comparison.rows if r.p is not None})
     reach = "; ".join(
         f"{smallest_p(a, b):.3g} with {a} vs {b} runs"
         + ("" if smallest_p(a, b) <= alpha else " (too few runs: cannot reach alpha)")
-        for a, b in sizes) or "no series with samples on both sides"
+        for a, b in sizes)
+    return [
+        f"Timings: an exact one-sided Mann-Whitney U test that NEW is slower, alpha "
+        f"{alpha:g}; a regression is p <= alpha with a median more than {t['time']:g}% above "
+        f"OLD's (load latency: {t['load']:g}%); such a median with p above alpha is "
+        "inconclusive.",
+        f"Single values: a regression is idle memory or the large call's peak more than "
+        f"{t['memory']:g}% above OLD's (and more than {MEMORY_NOISE_PCT:g}%, the noise of two "
+        f"readings), artifact, dependencies or tree more than {t['footprint']:g}%, tool-list "
+        f"bytes or tokens more than {t['tools']:g}%, load throughput more than {t['load']:g}% "
+        "below; a load figure marked engine-bound is no verdict either way (its rate is the load "
+        "engine's ceiling, not the server's). A server ok in OLD that failed "
+        "in NEW, or missing from NEW, fails the gate.",
+        f"Smallest attainable p: {reach}." if reach
+        else "No timing series has samples in both files: no test ran.",
+    ]
+
+
+def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OLD",
+           new_name: str = "NEW") -> str:
+    """The comparison as text for a terminal or a pull-request comment: the rules
+    (``rules``), one table row per ``Row`` (``tablefmt``: any tabulate format; "github" is
+    Markdown), servers found in one file only, the notes and the verdict."""
+    from tabulate import tabulate
+
+    markdown = tablefmt in ("github", "pipe")
     lines = [
         (f"**mcpstart compare**: OLD `{old_name}`, NEW `{new_name}`" if markdown
          else f"mcpstart compare: OLD {old_name}, NEW {new_name}"),
-        "",
-        f"Exact one-sided Mann-Whitney U test that NEW is slower, alpha {alpha:g}; a "
-        f"regression is p <= alpha with a median more than {threshold:g}% above OLD's, or a "
-        f"server ok in OLD that failed in NEW; such a median with p above alpha is "
-        f"inconclusive. Smallest attainable p: {reach}.",
-        "",
+        "", " ".join(rules(comparison)), "",
     ]
     table = [[r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
               "-" if r.ratio is None else f"{r.ratio:.3f}",
@@ -304,10 +452,12 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
              for r in comparison.rows]
     headers = ["server", "metric", "old", "new", "new/old", "U", "p", "verdict"]
     lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)
-                 if table else "No server appears in both files.")
-    for side, names in (("OLD", comparison.only_old), ("NEW", comparison.only_new)):
-        if names:
-            lines += ["", f"Only in {side}: {', '.join(names)}."]
+                 if table else f"No server appears in both files (paired by "
+                               f"{comparison.pair}): nothing was compared.")
+    if comparison.only_old:
+        lines += ["", f"Missing from NEW: {', '.join(comparison.only_old)}."]
+    if comparison.only_new:
+        lines += ["", f"Only in NEW: {', '.join(comparison.only_new)}."]
     if comparison.notes:
         lines += [""] + [f"- {note['metric'] + ': ' if note['metric'] else ''}{note['detail']}"
                          for note in comparison.notes]
@@ -316,9 +466,33 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
                      "--new-variant)")
     regressions = comparison.regressions
     lines.append("")
-    if regressions:
+    if not comparison.common:
+        lines.append("No server in common: is NEW the right file? (--pair command pairs "
+                     "servers by what runs them.)")
+    elif regressions:
         lines.append(f"{_plural(len(regressions), 'regression')}: " + "; ".join(
             f"{r.server} {r.metric}" for r in regressions) + ".")
     else:
         lines.append("No regression.")
+    if comparison.common and comparison.only_old:
+        lines.append(f"{_plural(len(comparison.only_old), 'server')} of OLD missing from NEW.")
     return "\n".join(lines)
+
+
+def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW") -> str:
+    """The comparison as one JSON object (docs/compare.md#json): ``verdict`` ("ok",
+    "regression", "server missing", "no server in common"), ``exit_status``, ``old``,
+    ``new``, ``rules`` {``alpha``, ``thresholds_pct``, ``memory_noise_pct``, ``pair``},
+    ``rows`` (each Row's fields, ``verdict`` being the metric's decision), ``regressions``
+    (``[{server, metric}]``), ``only_old``, ``only_new`` and ``notes``."""
+    return json.dumps({
+        "verdict": comparison.verdict, "exit_status": comparison.exit_status,
+        "old": old_name, "new": new_name,
+        "rules": {"alpha": comparison.alpha, "thresholds_pct": comparison.thresholds,
+                  "memory_noise_pct": MEMORY_NOISE_PCT, "pair": comparison.pair},
+        "rows": [asdict(row) for row in comparison.rows],
+        "regressions": [{"server": r.server, "metric": r.metric}
+                        for r in comparison.regressions],
+        "only_old": comparison.only_old, "only_new": comparison.only_new,
+        "notes": comparison.notes,
+    }, indent=2, allow_nan=False) + "\n"

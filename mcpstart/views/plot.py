@@ -342,9 +342,15 @@ def write(results, kind: str | None, path: Path) -> None:
     """``figure(results, kind)`` saved to ``path``.
 
     Raises:
-        ValueError: the figure cannot be drawn (no data for ``kind``) or the file cannot be
-            written (the message names it).
+        ValueError: matplotlib is not installed (the message names the extra), the figure
+            cannot be drawn (no data for ``kind``) or the file cannot be written (the
+            message names it).
     """
+    try:
+        import matplotlib  # noqa: F401  (an optional dependency: pyproject.toml, "plot")
+    except ImportError:
+        raise ValueError("plot draws with matplotlib, which is not installed: "
+                         "pip install 'mcpstart[plot]'") from None
     fig = figure(results, kind)
     try:
         save(fig, path)

@@ -825,8 +825,21 @@ def _provenance(doc: dict, label: str | None, markdown: bool) -> str:
 
 # ---- the table ----------------------------------------------------------------------------
 
+def metric_list() -> str:
+    """Every row's key path (what --metrics takes) and its label, tab-separated, one a line."""
+    context = _label_context([])
+    return "".join(f"{row.path}\t{row.label.format(**context)}\n" for row in ROWS)
+
+
+FORMAT_ONLY = ("html", "unsafehtml", "latex", "latex_raw", "latex_booktabs",
+               "latex_longtable", "tsv")
+"""Formats whose output holds the table alone (HTML, LaTeX, TSV): the machine, notes and
+sections under it are plain text, which a parser of the format would reject or misread;
+``report`` and ``measure`` print them on stderr instead (``table(..., aside=...)``)."""
+
+
 def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
-          transpose: bool = False) -> str:
+          transpose: bool = False, aside=None) -> str:
     """Render results as text: metrics as rows, one column per server (header "name (label)"
     when several files or ``labels`` are given); ``transpose`` puts servers in rows.
 
@@ -835,7 +848,9 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     ``tablefmt``: any tabulate format. ``metrics``: row key paths (see ``ROWS``) to show, in
     order; without it every row that has a value somewhere. Under the table: the machine,
     notes (reasons, warnings, what was not measured, idle-memory settle time, PSS/USS
-    caveat), the startup budget when measured, and one provenance line per file.
+    caveat), the startup budget when measured, and one provenance line per file. For a
+    FORMAT_ONLY ``tablefmt`` those go to ``aside(text)`` (None: dropped), the table alone is
+    returned.
 
     Raises:
         UnknownMetric: a ``metrics`` path names no row.
@@ -850,7 +865,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     markdown = tablefmt in MARKDOWN_FORMATS
 
     def clean(text: str) -> str:
-        text = " ".join(str(text).splitlines())
+        text = " ".join(str(text).replace("\t", " ").splitlines())
         return text.replace("|", "\\|") if markdown else text
 
     body = [[clean(r.label.format(**context)), *[clean(cell(c[3], r)) for c in cols]] for r in rows]
@@ -861,6 +876,9 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         headers[0] = "server"
     text = tabulate(body, headers=headers, tablefmt=tablefmt, disable_numparse=True,
                     colalign=("left", *["right"] * (len(headers) - 1)))
+    if tablefmt == "tsv":  # fields as they are, not padded to a column's width
+        text = "\n".join("\t".join(f.strip() for f in line.split("\t"))
+                         for line in text.splitlines())
     several = len(docs) > 1
     labels_ = file_labels(docs, labels)
     machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
@@ -877,5 +895,9 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         sections.append("\n".join(caps_section(doc, label if several else None)))
     sections.append("\n".join(_provenance(doc, label if several else None, markdown)
                               for doc, label in zip(docs, labels_)))
+    if tablefmt in FORMAT_ONLY:
+        sections, under = sections[:1], "\n\n".join(s for s in sections[1:] if s)
+        if aside and under:
+            aside(under.encode("utf-8", "backslashreplace").decode("utf-8"))
     out = "\n\n".join(s for s in sections if s)
     return out.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates

@@ -75,10 +75,11 @@ class ExportManager:
 
 
 def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics=(),
-            transpose: bool = False) -> str:
+            transpose: bool = False, aside=None) -> str:
     """What ``report`` and ``measure`` print: the --export-* files written, then the text for
     stdout: the export that goes to ``-``, else the table (any tabulate ``fmt``) or the
-    long-form records (``fmt`` csv or json).
+    long-form records (``fmt`` csv or json). ``aside(text)`` gets what does not fit the
+    format (the notes under an HTML, LaTeX or TSV table: views.table.FORMAT_ONLY).
 
     Raises:
         views.table.UnknownMetric: a ``metrics`` path names no row.
@@ -87,7 +88,8 @@ def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics
     from ..table import table
 
     text = (exporter(LONG_FORMATS[fmt]).render(loaded, labels, metrics) if fmt in LONG_FORMATS
-            else table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose) + "\n")
+            else table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose,
+                       aside=aside) + "\n")
     try:
         exports.write(loaded, labels)
     except OSError as err:

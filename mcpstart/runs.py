@@ -1,0 +1,103 @@
+"""The store of past runs: ``measure`` without -o never overwrites its results file. Before a
+run writes ``mcpstart-results.json``, the file already there (and its TOML copy) moves into
+``mcpstart-runs/`` beside it as the next numbered run (``0001.json``, ``0002.json`` ...), so
+"measure, change, measure, compare" keeps both runs. ``report``, ``compare`` and ``plot``
+name a stored run as ``@-1`` (the previous run), ``@-2`` (the one before) or ``@N`` (run N);
+-o naming an existing file is refused without --force (docs/results.md, "The store of past runs").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .defaults import OUTPUT
+
+STORE = "mcpstart-runs"
+"""The folder of past runs, beside the default results file."""
+_NUMBERED = re.compile(r"^(\d{4,})\.json$")
+
+
+def store_folder(default: Path = Path(OUTPUT)) -> Path:
+    return default.parent / STORE
+
+
+def stored(folder: Path | None = None) -> list[Path]:
+    """The stored runs (JSON files), oldest first; [] without a store."""
+    folder = store_folder() if folder is None else folder
+    try:
+        names = [(int(m.group(1)), p) for p in folder.iterdir()
+                 if (m := _NUMBERED.match(p.name))]
+    except OSError:
+        return []
+    return [p for _, p in sorted(names)]
+
+
+def keep(path: Path) -> Path | None:
+    """Move the results file ``path`` (and its TOML copy, if any) into the store as the next
+    numbered run; returns where the JSON file went, or None when there was none.
+
+    Raises:
+        ValueError: the store cannot be made or written (the message says which folder).
+    """
+    if not path.exists():
+        return None
+    folder = store_folder(path)
+    try:
+        folder.mkdir(exist_ok=True)
+        runs = stored(folder)
+        number = int(_NUMBERED.match(runs[-1].name).group(1)) + 1 if runs else 1
+        target = folder / f"{number:04d}.json"
+        if path.with_suffix(".toml").exists():
+            os.replace(path.with_suffix(".toml"), target.with_suffix(".toml"))
+        os.replace(path, target)
+    except OSError as err:
+        raise ValueError(f"cannot keep the previous run in {str(folder)!r}: "
+                         f"{err.strerror or err}") from err
+    return target
+
+
+def output_for(value: str | None, force: bool, default: str | None = OUTPUT
+               ) -> tuple[Path | None, str | None]:
+    """The results file a run writes, and what to tell the user about an earlier one:
+    ``value`` (-o) is refused when it exists unless ``force``; no ``value`` is ``default``
+    (None: no file), whose earlier run moves into the store (``keep``).
+
+    Raises:
+        ValueError: as results.output_path; an existing -o file without ``force``; ``keep``.
+    """
+    from .results import output_path
+
+    if value is None and default is None:
+        return None, None
+    path = output_path(value if value is not None else default)
+    if value is None:
+        kept = keep(path)
+        return path, kept and f"the previous run is kept as {kept} (mcpstart compare @-1 NEW)"
+    if path.exists() and not force:
+        raise ValueError(f"{str(path)!r} exists: give --force to replace it, or another name "
+                         f"(without -o, every run is kept in {STORE}/)")
+    return path, None
+
+
+def resolve(value: str) -> str:
+    """A results file's path as given, or a stored run named ``@-N`` (N runs back: ``@-1`` is
+    the previous one) or ``@N`` (run number N) as its path.
+
+    Raises:
+        ValueError: no such stored run (the message says how many there are).
+    """
+    match = re.fullmatch(r"@(-?)(\d+)", value)
+    if not match:
+        return value
+    runs, number = stored(), int(match.group(2))
+    if match.group(1):
+        found = runs[-number] if 0 < number <= len(runs) else None
+    else:
+        found = next((p for p in runs if int(_NUMBERED.match(p.name).group(1)) == number),
+                     None)
+    if found is None:
+        raise ValueError(f"no stored run {value}: {store_folder()}/ holds "
+                         f"{len(runs)} (mcpstart measure without -o keeps each run there)")
+    return str(found)
