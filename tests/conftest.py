@@ -14,6 +14,7 @@ import pytest
 import tomli_w
 
 from mcpstart.command import Command
+from mcpstart.measure import tokens
 from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.settings import Settings
 from mcpstart.transports.base import SpawnError
@@ -65,6 +66,18 @@ def fast_waits(request, monkeypatch):
     (one that is about the waits a user gets)."""
     if request.node.get_closest_marker("default_waits") is None:
         monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+
+
+@pytest.fixture(autouse=True)
+def tokenizer_only_where_asked(request, monkeypatch):
+    """bpe-openai's ranks take seconds to load per worker: only a test marked ``tokenizer``
+    (one that checks a token count) loads them; elsewhere a run counts no tokens, as it does
+    without the ``tokens`` extra (the count None, the reason in ``not_measured``)."""
+    if request.node.get_closest_marker("tokenizer") is None:
+        def not_loaded():
+            raise tokens.Unavailable("the tokenizer is not loaded by a test not marked "
+                                     "tokenizer (tests/conftest.py)")
+        monkeypatch.setattr(tokens, "_encoding", not_loaded)
 
 
 def unavailable(reason: str) -> None:
