@@ -4,6 +4,7 @@ import os
 import sys
 import subprocess
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -15,7 +16,7 @@ from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
 from mcpstart.transports.tree import child_subreaper, is_subreaper
 
-from conftest import fake_command, fast
+from conftest import FAST_SETTLE, fake_command, fast
 from test_faults import session_row
 
 MIB = 1024 * 1024
@@ -69,7 +70,11 @@ def test_a_child_that_lives_only_during_the_call_is_counted(fake):
 
 
 def test_a_helper_that_exits_during_the_call_is_named(fake):
-    row, _, error = session_row(fake("--helper-mib", "150", "--helper-exits-on-call"))
+    # the helper's 150 MiB may take long to fill on a busy machine: settle waits for them
+    # (at most 60 s, not FAST's 2 s), as it ends once memory is flat
+    settle = replace(FAST_SETTLE, max_s=60)
+    row, _, error = session_row(fake("--helper-mib", "150", "--helper-exits-on-call"),
+                                settle=settle)
     assert error is None
     memory = row.memory
     assert memory["idle_rss_bytes"] >= 150 * MIB

@@ -100,7 +100,6 @@ def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
     assert startup["concurrent_ms"]["n"] == 2 and len(startup["runs"]) == 2
     for run in startup["runs"]:
         assert set(run) == {"quick", "slow"}
-        assert run["quick"]["initialize"] < 250 <= 300 <= run["slow"]["initialize"]
         assert run["slow"]["initialize"] < run["slow"]["tools_list"]
     # the last server ready is the slow one: the all-at-once time is its time
     assert startup["concurrent_ms"]["samples"] == [r["slow"]["tools_list"] for r in startup["runs"]]
@@ -109,6 +108,7 @@ def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
     limits = {row["limit_s"]: row for row in startup["limits"]}
     assert set(limits) == {3.0, 10.0, 30.0, 60.0, 0.25}
     assert limits[10.0]["fits"] == {"quick": True} and limits[60.0]["fits"] == {"quick": True}
+    # slow sleeps 0.3 s before it reads: past its own limit whatever the load
     assert limits[0.25] == {"client": "set in the config", "limit_s": 0.25, "fits": {"slow": False}}
     assert "Startup budget" in result.stdout
 
