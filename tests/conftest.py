@@ -68,16 +68,27 @@ def fast_waits(request, monkeypatch):
         monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
 
 
+def _tokenizer_not_loaded():
+    raise tokens.Unavailable("the tokenizer is not loaded by a test not marked tokenizer "
+                             "(tests/conftest.py)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_tokenizer():
+    """bpe-openai's ranks take seconds to load per worker: a run counts no tokens (as without
+    the ``tokens`` extra: the count None, the reason in ``not_measured``), from the first
+    fixture on, except in a test marked ``tokenizer`` (one that checks a token count)."""
+    with pytest.MonkeyPatch.context() as patch:
+        real = tokens._encoding
+        patch.setattr(tokens, "_encoding", _tokenizer_not_loaded)
+        yield real
+
+
 @pytest.fixture(autouse=True)
-def tokenizer_only_where_asked(request, monkeypatch):
-    """bpe-openai's ranks take seconds to load per worker: only a test marked ``tokenizer``
-    (one that checks a token count) loads them; elsewhere a run counts no tokens, as it does
-    without the ``tokens`` extra (the count None, the reason in ``not_measured``)."""
-    if request.node.get_closest_marker("tokenizer") is None:
-        def not_loaded():
-            raise tokens.Unavailable("the tokenizer is not loaded by a test not marked "
-                                     "tokenizer (tests/conftest.py)")
-        monkeypatch.setattr(tokens, "_encoding", not_loaded)
+def tokenizer_where_asked(request, monkeypatch, no_tokenizer):
+    """The real tokenizer for a test marked ``tokenizer``."""
+    if request.node.get_closest_marker("tokenizer") is not None:
+        monkeypatch.setattr(tokens, "_encoding", no_tokenizer)
 
 
 def unavailable(reason: str) -> None:
