@@ -61,11 +61,10 @@ def start(command: Command, request: dict | None = None, wait_s: float = 0.0,
 
 
 @pytest.fixture(autouse=True)
-def fast_waits(request, monkeypatch):
-    """Commands run with FAST's waits, in both tiers, except a test marked ``default_waits``
-    (one that is about the waits a user gets)."""
-    if request.node.get_closest_marker("default_waits") is None:
-        monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+def fast_waits(monkeypatch):
+    """Commands run with FAST's waits, in both tiers (a module fixture sets its own: it runs
+    before this)."""
+    monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
 
 
 def _tokenizer_not_loaded():
