@@ -345,3 +345,11 @@ class Spawner:
         transport = ScriptedTransport(self.scripts[key]())
         self.made.append((key, transport))
         return transport
+
+
+def poll_many(transports: list[ScriptedTransport], timeout_s: float) -> dict:
+    """The stdio transport's ``poll_many`` (one wait over several servers started at once)
+    for scripted transports: each waits up to ``timeout_s`` on its own virtual clock (the
+    servers run side by side, each from its own spawn at 0); returns the new frames per
+    transport. A test plugs it in as ``mcpstart.transports.session.poll_many``."""
+    return {transport: transport.receive(timeout_s) for transport in transports}

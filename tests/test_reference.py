@@ -44,7 +44,7 @@ DISCOVER = {"c": [*HANDSHAKE_ERA, "2026-07-28"], "python": ["2026-07-28"],
 LEGACY_ONLY = {"java"}  # the Java SDK 2.1.0 answers server/discover with -32601
 NO_LOCK = {"c", "java"}  # Maven has no lock file
 SHORT = fast(waits=Settings().waits, probe_grace_s=Settings().probe_grace_s)
-"""The waits of the measures: a short settle rule and no pause (the default settle rule is
+"""The waits of the measures: a short settle rule (the default settle rule is
 test_node_idle_memory_is_read_after_it_settles's), the graces a user gets (a server that
 exits at once waits none of them)."""
 
@@ -110,7 +110,7 @@ def test_run_metadata(measured):
     settings = data["settings"]
     assert settings["runs"] == RUNS and settings["warmup"] == WARMUP
     assert settings["payload_bytes"] == 5 * MIB and settings["requested_revision"] == "2025-11-25"
-    assert settings["order"] == "interleave" and settings["pause_ms"] == SHORT.pause_ms
+    assert settings["order"] == "interleave" and settings["pause_ms"] == 50  # --pause's default
     # every round runs each server once, each series in its own rounds; a legacy-only
     # server has no modern series
     for series, names in (("handshake", NAMES), ("modern", set(NAMES) - LEGACY_ONLY)):
