@@ -15,6 +15,7 @@ import pytest
 import tomli_w
 
 from mcpstart.command import Command
+from mcpstart.measure import tokens
 from mcpstart.measure.memory import SettleRule
 from mcpstart.measure.settings import Settings
 from mcpstart.results import Results, ResultsError, validate
@@ -62,11 +63,33 @@ def start(command: Command, request: dict | None = None, wait_s: float = 0.0,
 
 
 @pytest.fixture(autouse=True)
-def fast_waits(request, monkeypatch):
-    """Commands run with FAST's waits, in both tiers, except a test marked ``default_waits``
-    (one that is about the waits a user gets)."""
-    if request.node.get_closest_marker("default_waits") is None:
-        monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+def fast_waits(monkeypatch):
+    """Commands run with FAST's waits, in both tiers (a module fixture sets its own: it runs
+    before this)."""
+    monkeypatch.setattr("mcpstart.measure.settings.BASE", FAST)
+
+
+def _tokenizer_not_loaded():
+    raise tokens.Unavailable("the tokenizer is not loaded by a test not marked tokenizer "
+                             "(tests/conftest.py)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_tokenizer():
+    """bpe-openai's ranks take seconds to load per worker: a run counts no tokens (as without
+    the ``tokens`` extra: the count None, the reason in ``not_measured``), from the first
+    fixture on, except in a test marked ``tokenizer`` (one that checks a token count)."""
+    with pytest.MonkeyPatch.context() as patch:
+        real = tokens._encoding
+        patch.setattr(tokens, "_encoding", _tokenizer_not_loaded)
+        yield real
+
+
+@pytest.fixture(autouse=True)
+def tokenizer_where_asked(request, monkeypatch, no_tokenizer):
+    """The real tokenizer for a test marked ``tokenizer``."""
+    if request.node.get_closest_marker("tokenizer") is not None:
+        monkeypatch.setattr(tokens, "_encoding", no_tokenizer)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,6 +11,7 @@ answers to misbehave.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mcpstart.transports.base import Ended, Exit, Frame, Transport
@@ -107,6 +108,46 @@ class Timed(GoodServer):
 
     def fresh(self) -> "Timed":
         return Timed(self.delay_s)
+
+
+class Fake(GoodServer):
+    """tests/fakes/fake_server.py with no switches: a legacy server named "fake"
+    (server/discover is -32601) that answers 1 ms (virtual) after each request, so every
+    phase has a time."""
+
+    name = "fake"
+
+    def result(self, method: str, params: dict):
+        return KeyError(method) if method == "server/discover" else super().result(method, params)
+
+    def answer(self, message) -> list[Out]:
+        outs = super().answer(message)
+        for out in outs:
+            out.after_s = 0.001
+        return outs
+
+
+class NeedsEnv(Fake):
+    """fake_server.py --need-env FOO_API_KEY without it set: on its first message, the error
+    on stderr and an exit with code 1."""
+
+    def answer(self, message) -> list[Out]:
+        return [Out("stderr", b"Error: FOO_API_KEY not set\n", after_s=0.05),
+                Out("exit", code=1, after_s=0.05)]
+
+
+class Banner(Fake):
+    """fake_server.py --banner: a line that is not JSON-RPC before its first answer."""
+
+    def __init__(self):
+        self.greeted = False
+
+    def answer(self, message) -> list[Out]:
+        outs = super().answer(message)
+        if not self.greeted:
+            self.greeted = True
+            outs.insert(0, Out("stdout", b"fake-server v0.0.1 starting up\n"))
+        return outs
 
 
 @dataclass
@@ -285,15 +326,30 @@ class ScriptedTransport(Transport):
         self._stdout_open = False
 
 
+def first_argument(command) -> str:
+    return command.argv[0]
+
+
 @dataclass
 class Spawner:
-    """``Settings.spawner`` for scripted servers: a command's first argument names its script
-    (``scripts``: name -> GoodServer subclass); every transport made is kept."""
+    """``Settings.spawner`` for scripted servers: ``key(command)`` (default: its first
+    argument) names its script (``scripts``: key -> GoodServer subclass); every transport
+    made is kept as (key, transport)."""
 
     scripts: dict
     made: list = field(default_factory=list)
+    key: Callable = first_argument
 
     def __call__(self, command) -> ScriptedTransport:
-        transport = ScriptedTransport(self.scripts[command.argv[0]]())
-        self.made.append((command.argv[0], transport))
+        key = self.key(command)
+        transport = ScriptedTransport(self.scripts[key]())
+        self.made.append((key, transport))
         return transport
+
+
+def poll_many(transports: list[ScriptedTransport], timeout_s: float) -> dict:
+    """The stdio transport's ``poll_many`` (one wait over several servers started at once)
+    for scripted transports: each waits up to ``timeout_s`` on its own virtual clock (the
+    servers run side by side, each from its own spawn at 0); returns the new frames per
+    transport. A test plugs it in as ``mcpstart.transports.session.poll_many``."""
+    return {transport: transport.receive(timeout_s) for transport in transports}

@@ -68,6 +68,7 @@ def test_idle_memory_against_a_proc_reader(built):
         assert abs(mine - theirs) <= 2 * memory.TOLERANCE * theirs, figure
 
 
+@pytest.mark.tokenizer
 def test_tool_figures_against_a_raw_probe_and_tiktoken(built):
     try:
         import bpe_openai, tiktoken  # noqa: F401

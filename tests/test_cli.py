@@ -1,4 +1,7 @@
-"""The CLI end to end against fake servers described by recipes: fast, no toolchain but Python."""
+"""The CLI end to end against fake servers described by recipes: fast, no toolchain but Python.
+Tests of options, output and exit codes run the recipes' servers as scripted servers on a
+virtual clock (tests/scripted.py); those that read a real process (its environment, its
+memory) run tests/fakes/fake_server.py."""
 
 import json
 import tomllib
@@ -10,7 +13,21 @@ from click.testing import CliRunner
 
 from mcpstart.cli import main
 
-from conftest import FAKE, toy_recipe, write_recipe
+from conftest import FAKE, fast, toy_recipe, write_recipe
+from scripted import Banner, Fake, NeedsEnv, Spawner
+
+SCRIPTS = {(): Fake, ("--need-env", "FOO_API_KEY"): NeedsEnv, ("--banner",): Banner}
+"""The scripted counterpart of each fake_server.py switch list the recipes below use."""
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Commands measure the recipes' servers as scripted ones, chosen by the switches after
+    ``python3 .../fake_server.py``."""
+    spawner = Spawner(SCRIPTS, key=lambda command: tuple(command.argv[2:]))
+    monkeypatch.setattr("mcpstart.measure.settings.BASE", fast(spawner=spawner))
+    yield spawner
+    assert spawner.made, "no server was spawned through the scripted spawner"
 
 def repo(tmp_path: Path, servers: dict[str, list[str]], steps: list | None = None) -> Path:
     """Recipes named after ``servers``' keys, each running the fake server with the switches."""
@@ -33,7 +50,7 @@ def run(tmp_path, *args):
                                      "-o", str(tmp_path / "out.json"), "--force", *args])
 
 
-def test_failing_server_is_a_row_and_the_others_are_kept(tmp_path):
+def test_failing_server_is_a_row_and_the_others_are_kept(scripted, tmp_path):
     repo(tmp_path, {"good": [], "needs-key": ["--need-env", "FOO_API_KEY"]})
     result = run(tmp_path)
     assert result.exit_code == 1, result.output
@@ -70,7 +87,7 @@ def test_env_reaches_servers_and_its_value_is_not_stored(tmp_path):
     assert data["servers"][0]["handshake_ms"]["warmup_samples"] == []
 
 
-def test_report_reprints_the_table(tmp_path):
+def test_report_reprints_the_table(scripted, tmp_path):
     repo(tmp_path, {"good": []})
     measured = run(tmp_path)
     assert measured.exit_code == 0, measured.output
@@ -129,7 +146,7 @@ def test_bad_options_are_refused_before_any_work(tmp_path, args, message):
     assert not (tmp_path / "cache").exists()
 
 
-def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
+def test_report_marks_unexpected_values_and_lists_warnings(scripted, tmp_path):
     repo(tmp_path, {"good": ["--banner"]})
     assert run(tmp_path).exit_code == 0
     data = json.loads((tmp_path / "out.json").read_text())
@@ -141,10 +158,10 @@ def test_report_marks_unexpected_values_and_lists_warnings(tmp_path):
     assert shutdown_row.rstrip(" |").endswith("?")
     # one banner per session: 1 warm-up + 2 runs, the tool session, the dual-era client's 3
     assert "- good warning: skipped 7 stdout line(s) that are not JSON-RPC" in report.output
-    assert "peak RSS, 100000 B call (MiB)" in report.output
+    assert "100000 B call round trip (ms)" in report.output  # the payload named in labels
 
 
-def test_unexpected_error_on_one_server_keeps_the_others(tmp_path, monkeypatch):
+def test_unexpected_error_on_one_server_keeps_the_others(scripted, tmp_path, monkeypatch):
     import mcpstart.measure.run as measure
 
     real = measure.tool_session
@@ -165,7 +182,7 @@ def test_unexpected_error_on_one_server_keeps_the_others(tmp_path, monkeypatch):
     assert rows["good"]["status"] == "ok"
 
 
-def test_progress_off_a_terminal_is_one_plain_line_per_step(tmp_path, monkeypatch):
+def test_progress_off_a_terminal_is_one_plain_line_per_step(scripted, tmp_path, monkeypatch):
     from mcpstart.views.progress import Display
 
     shown, real = [], Display.__call__
@@ -192,7 +209,7 @@ def test_progress_off_a_terminal_is_one_plain_line_per_step(tmp_path, monkeypatc
     assert "needs-key" not in result.stderr + result.stdout
 
 
-def test_quiet_leaves_stderr_to_errors(tmp_path):
+def test_quiet_leaves_stderr_to_errors(scripted, tmp_path):
     repo(tmp_path, {"good": [], "needs-key": ["--need-env", "FOO_API_KEY"]})
     result = run(tmp_path, "--quiet")
     assert result.exit_code == 1  # a server failed: the table says why, stderr stays empty
@@ -205,7 +222,7 @@ def test_quiet_leaves_stderr_to_errors(tmp_path):
     assert built.stdout.startswith("good: cached (")
 
 
-def test_measure_exports_like_hyperfine_and_dash_replaces_the_table(tmp_path):
+def test_measure_exports_like_hyperfine_and_dash_replaces_the_table(scripted, tmp_path):
     repo(tmp_path, {"good": []})
     result = run(tmp_path, "--export-json", "-", "--export-csv", str(tmp_path / "h.csv"),
                  "--export-markdown", str(tmp_path / "h.md"))
@@ -224,7 +241,7 @@ def test_measure_exports_like_hyperfine_and_dash_replaces_the_table(tmp_path):
     assert report.exit_code == 0 and report.stdout == (tmp_path / "h.md").read_text()
 
 
-def test_measure_takes_reports_long_formats(tmp_path):
+def test_measure_takes_reports_long_formats(scripted, tmp_path):
     repo(tmp_path, {"good": []})
     as_json = run(tmp_path, "--format", "json", "--runs", "1", "--warmup", "0")
     assert as_json.exit_code == 0, as_json.output

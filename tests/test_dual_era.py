@@ -150,6 +150,7 @@ def test_a_client_may_defer_the_spawn_only_for_fresh_hints():
     assert shown["legacy"] == "no; first call 0.00 ms"
 
 
+@pytest.mark.tokenizer
 def test_the_tool_caps_note_counts_the_servers_tools_together():
     require_modules("bpe_openai", extra="tokens")  # the note counts tokens
     measure({"cached": Cached, "stale": Stale, "legacy": Legacy})

@@ -102,39 +102,30 @@ def test_a_stateless_call_carries_the_2026_headers():
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_an_http_error_status_fails_the_call_at_once():
     session = started("--status", "500")
-    try:
-        begun = time.monotonic()
+    try:  # the timeout's cause would be "no answer"
         with pytest.raises(ProbeError, match="HTTP 500 Internal Server Error: the tool broke"):
-            call_tool(session, ToolCall(), "abc", 30)
-        assert time.monotonic() - begun < 2
+            call_tool(session, ToolCall(), "abc", 60)
     finally:
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_an_event_stream_that_ends_without_the_answer_fails_at_once():
     session = Session.start(HttpTransport(fake("--sse", "--no-answer-stream")),
-                            initialize_request("2025-11-25"), wait_s=10, waits=WAITS)
-    try:
-        begun = time.monotonic()
+                            initialize_request("2025-11-25"), wait_s=60, waits=WAITS)
+    try:  # the timeout's cause would be "no answer"
         with pytest.raises(ProbeError, match="ended its event stream without the answer"):
-            initialize_result(session.wait(1, 30))
-        assert time.monotonic() - begun < 2
+            initialize_result(session.wait(1, 60))
     finally:
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_an_exit_before_answering_is_said_with_its_code():
     session = started("--exit-on-call")
-    try:
-        begun = time.monotonic()
+    try:  # the timeout's cause would be "no answer"
         with pytest.raises(Exited, match="exited with code 3"):
-            call_tool(session, ToolCall(), "abc", 30)
-        assert time.monotonic() - begun < 2
+            call_tool(session, ToolCall(), "abc", 60)
     finally:
         session.shutdown()
 
@@ -259,7 +250,6 @@ def test_one_http_process_holds_n_sessions_at_once_and_one_more_costs_what_it_ho
     assert "+8.0 MiB" in line or "+7.9 MiB" in line or "+8.1 MiB" in line
 
 
-@pytest.mark.e2e  # a real timing: the HTTP transport acts at once on a real socket
 def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     from mcpstart.measure import shared_process
     from mcpstart.measure.copies import guarded
@@ -269,10 +259,10 @@ def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     server = Server(ServerResult("gone", "http"),
                     Command([sys.executable, "-c", "import sys; sys.exit(4)", "{port}"]),
                     transport="http")
-    begun = time.monotonic()
-    block = guarded(shared_process.measure_shared, server, 2, fast(runs=1, warmup=0))
-    assert block["n"] == 2 and "4" in block["error"]
-    assert time.monotonic() - begun < 5
+    block = guarded(shared_process.measure_shared, server, 2, fast(runs=1, warmup=0,
+                                                                   timeout_s=60))
+    assert block["n"] == 2, block  # the timeout's cause would be "no answer"
+    assert block["error"].startswith("initialize: the server exited with code 4 after ")
     assert not no_children()
 
 

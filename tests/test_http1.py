@@ -239,7 +239,6 @@ def handshake(server: RawServer) -> Session:
     return session
 
 
-@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 @pytest.mark.parametrize("framing", ["length", "chunked", "close"])
 def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
     def reply(message, headers):
@@ -251,9 +250,8 @@ def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
         session = handshake(server)
         assert session.transport.session_id == "s-1"
         session.notify("notifications/initialized")
-        begun = time.monotonic()
-        assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
-        assert time.monotonic() - begun < 2
+        # read when whole: waiting for more would end in "no answer within 60 s"
+        assert session.request("tools/list", {}, 60).message["result"] == {"tools": []}
         # a close-delimited answer ends its connection: the notification (its 202 has a
         # length) and tools/list went on a second one
         assert server.connections == (2 if framing == "close" else 1)
@@ -261,7 +259,6 @@ def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_at_once():
     def reply(message, headers):
         return json_answer(message, init={**INIT, "protocolVersion": "2025-11-25\r\nX: 1"}), False
@@ -269,15 +266,12 @@ def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_
     with RawServer(reply) as server:
         session = connected(server)
         session.wait(1, 5)
-        begun = time.monotonic()
         with pytest.raises(SessionError, match="cannot be sent: the MCP-Protocol-Version header"):
-            result_of(session.request("tools/list", {}, 30), "tools/list")
-        assert time.monotonic() - begun < 1
+            result_of(session.request("tools/list", {}, 60), "tools/list")
         assert len(server.requests) == 1  # nothing with the broken field went out
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 @pytest.mark.parametrize("writes, words", [
     ([b"SSH-2.0-OpenSSH_9.6\r\n"], "cannot be read"),
     ([b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\""],
@@ -286,13 +280,10 @@ def test_a_negotiated_revision_that_would_break_a_header_fails_the_next_request_
 ], ids=["not-http", "cut-off-body", "endless-head"])
 def test_bytes_that_are_no_answer_fail_the_request_at_once(writes, words):
     with RawServer(lambda message, headers: (writes, True)) as server:
-        begun = time.monotonic()
-        with pytest.raises(SessionError, match=words):
-            initialize_result(connected(server, timeout_s=30).wait(1, 30))
-        assert time.monotonic() - begun < 2
+        with pytest.raises(SessionError, match=words):  # not "no answer within 60 s"
+            initialize_result(connected(server, timeout_s=60).wait(1, 60))
 
 
-@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_request():
     def reply(message, headers):
         if message.get("id") is None:
@@ -307,15 +298,13 @@ def test_answers_on_event_streams_the_server_keeps_open_never_starve_the_next_re
     with RawServer(reply) as server:
         session = handshake(server)
         session.notify("notifications/initialized")
-        begun = time.monotonic()
-        for _ in range(7):  # more requests than connections may be open at once
-            assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
-        assert time.monotonic() - begun < 2
+        for _ in range(7):  # more requests than connections may be open at once; a starved
+            # one would end in "no answer within 60 s"
+            assert session.request("tools/list", {}, 60).message["result"] == {"tools": []}
         assert len(session.transport._connections) <= MAX_CONNECTIONS
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_own():
     def reply(message, headers):
         if message.get("id") is None:
@@ -326,10 +315,8 @@ def test_an_answer_written_twice_is_a_stray_and_the_next_request_still_gets_its_
     with RawServer(reply) as server:
         session = handshake(server)
         session.notify("notifications/initialized")
-        begun = time.monotonic()
-        for _ in range(3):
-            assert session.request("tools/list", {}, 5).message["result"] == {"tools": []}
-        assert time.monotonic() - begun < 2
+        for _ in range(3):  # one lost to the stray would end in "no answer within 60 s"
+            assert session.request("tools/list", {}, 60).message["result"] == {"tools": []}
         assert session.traffic.stray_responses >= 2
         session.shutdown()
 
@@ -349,20 +336,17 @@ def test_a_server_that_closes_each_kept_alive_connection_costs_no_wait():
         session.shutdown()
 
 
-@pytest.mark.e2e  # a real timing: the HTTP/1.1 reader acts at once on a real socket
 def test_a_url_nothing_listens_on_fails_every_request_at_once():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{probe.getsockname()[1]}/mcp"  # bound, never listening
         session = Session.start(HttpTransport(url=url), initialize_request("2025-11-25"),
-                                wait_s=5, waits=FAST.waits)
-        begun = time.monotonic()
-        for what, response in (("initialize", session.wait(1, 30)),
-                               ("tools/list", session.request("tools/list", {}, 30))):
+                                wait_s=60, waits=FAST.waits)
+        for what, response in (("initialize", session.wait(1, 60)),
+                               ("tools/list", session.request("tools/list", {}, 60))):
             with pytest.raises(SessionError, match=f"^{what}: cannot connect to {url}: "
                                                     "Connection refused$"):
                 result_of(response, what)
-        assert time.monotonic() - begun < 1
         session.shutdown()
 
 

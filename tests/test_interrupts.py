@@ -45,7 +45,9 @@ def _read_until(proc: subprocess.Popen, text: str, lines: list[str]) -> bool:
     return text in line
 
 
-def wait_for(predicate, timeout_s: float = 20) -> None:
+def wait_for(predicate, timeout_s: float = 300) -> None:
+    """Poll ``predicate`` until it holds; its bound only stops a hang (far longer than any
+    load makes a step take)."""
     deadline = time.monotonic() + timeout_s
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"
@@ -58,7 +60,7 @@ def test_exit_signal_during_measurement_reclaims_the_server(tmp_path, sig):
     proc = start(tmp_path, "--timeout", "60")
     wait_for(lambda: any("fake_server.py" in c for c in survivors(tmp_path)))
     proc.send_signal(sig)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=300)
     assert proc.returncode == 128 + sig
     assert survivors(tmp_path) == []
 
@@ -70,7 +72,7 @@ def test_second_signal_during_shutdown_still_reclaims(tmp_path):
     proc.send_signal(signal.SIGINT)
     time.sleep(0.2)  # the server ignores EOF and SIGTERM: shutdown takes two graces
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=300)
     assert proc.returncode == 130
     assert survivors(tmp_path) == []
 
@@ -80,7 +82,7 @@ def test_signal_during_a_build_step_kills_the_step(tmp_path):
     proc = start(tmp_path)
     wait_for(lambda: any("time.sleep(100)" in c for c in survivors(tmp_path)))
     proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=300)
     assert proc.returncode == 143
     assert survivors(tmp_path) == []
 
@@ -90,7 +92,7 @@ def test_background_process_left_by_a_build_step_is_killed(tmp_path):
                "'import time; time.sleep(100)', sys.argv[1]])")
     repo(tmp_path, {"good": []}, steps=[["python3", "-c", spawner, "{build}"]])
     proc = start(tmp_path, "--payload-bytes", "1000")
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=300)
     assert proc.returncode == 0
     assert survivors(tmp_path) == []
 
@@ -104,9 +106,9 @@ def test_a_signal_keeps_what_was_measured_and_says_so(tmp_path):
     repo(tmp_path, {"good": ["--alloc-mib", "1"]})
     proc = start(tmp_path, "--runs", "2", "--round-trips", "0")
     stderr = []
-    wait_for(lambda: _read_until(proc, "idle memory", stderr), timeout_s=60)
+    wait_for(lambda: _read_until(proc, "idle memory", stderr))
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=300)
     assert proc.returncode == 130
     data = json.loads((tmp_path / "out.json").read_text())
     row = data["servers"][0]

@@ -1,6 +1,6 @@
 """The Java reference server (servers/java, build-recipes/java.toml) and the footprint's maven
-method: built once with its recipe into a fresh cache (Maven downloads into the build folder),
-then driven over real pipes and counted. Without java, javac or mvn the tests skip; with
+method: built with its recipe into mcpstart's build cache ($MCPSTART_CACHE_DIR, else the user
+cache; Maven downloads into the build folder), so a run reuses an unchanged build, then driven over real pipes and counted. Without java, javac or mvn the tests skip; with
 MCPSTART_REQUIRE_ALL=1 (CI) they fail instead."""
 
 import dataclasses
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcpstart.measure.footprint import measure_footprint, tree_bytes
-from mcpstart.targets.build import ensure_built
+from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipe
 
 from conftest import require_programs, write_recipe
@@ -42,10 +42,10 @@ pytestmark = pytest.mark.e2e  # builds the Java reference server
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built():
     require_programs("java", "javac", "mvn")
-    build = ensure_built(load_recipe(RECIPE), tmp_path_factory.mktemp("java") / "cache")
-    assert build.status == "built", f"{build.reason}\n{build.log_tail}"
+    build = ensure_built(load_recipe(RECIPE), cache_root())
+    assert build.status in ("built", "cached"), f"{build.reason}\n{build.log_tail}"
     return build
 
 

@@ -4,6 +4,7 @@ import os
 import sys
 import subprocess
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -15,7 +16,7 @@ from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
 from mcpstart.transports.tree import child_subreaper, is_subreaper
 
-from conftest import fake_command, fast
+from conftest import FAST_SETTLE, fake_command, fast
 from test_faults import session_row
 
 MIB = 1024 * 1024
@@ -69,7 +70,11 @@ def test_a_child_that_lives_only_during_the_call_is_counted(fake):
 
 
 def test_a_helper_that_exits_during_the_call_is_named(fake):
-    row, _, error = session_row(fake("--helper-mib", "150", "--helper-exits-on-call"))
+    # the helper's 150 MiB may take long to fill on a busy machine: settle waits for them
+    # (at most 60 s, not FAST's 2 s), as it ends once memory is flat
+    settle = replace(FAST_SETTLE, max_s=60)
+    row, _, error = session_row(fake("--helper-mib", "150", "--helper-exits-on-call"),
+                                settle=settle)
     assert error is None
     memory = row.memory
     assert memory["idle_rss_bytes"] >= 150 * MIB
@@ -283,35 +288,30 @@ def test_a_revision_not_asked_for_is_recorded_verbatim(fake):
 def test_initialize_asking_the_modern_revision_is_one_probe_of_the_matrix(fake):
     """The published table's experiment: initialize asking 2026-07-28. One server echoes it,
     one negotiates down, one rejects it: each answer kept as it came."""
-    _, _, rows = _matrix(fake())
+    echoes, _, rows = _matrix(fake())
     accepted = rows[("initialize", "2026-07-28")]
     assert (accepted["outcome"], accepted["answered"]) == ("answered", "2026-07-28")
     assert accepted["result"]["protocolVersion"] == "2026-07-28"
     assert accepted["result"]["serverInfo"] == {"name": "fake", "version": "0"}
     assert "result" not in rows[("initialize", "2025-11-25")]  # only this probe keeps it
-    assert protocol_of(fake())["initialize_modern"] == {
+    assert echoes["initialize_modern"] == {
         "outcome": "answered", "answered": "2026-07-28", "error_code": None, "error_message": None,
         "wait_s": 1}
-    _, _, rows = _matrix(fake("--revision", "2025-11-25"))
+    down, _, rows = _matrix(fake("--revision", "2025-11-25"))
     assert rows[("initialize", "2026-07-28")]["answered"] == "2025-11-25"
-    _, _, rows = _matrix(fake("--discover", "2026-07-28", "--reject-initialize", "-32022"))
+    rejects, _, rows = _matrix(fake("--discover", "2026-07-28", "--reject-initialize", "-32022"))
     rejected = rows[("initialize", "2026-07-28")]
     assert (rejected["outcome"], rejected["error_code"], rejected["answered"]) == (
         "error", -32022, None)
     assert rejected["error_data"] == {"supported": ["2026-07-28"], "requested": "2026-07-28"}
     assert rejected["result"] is None
-    table = [{"name": n, "protocol": protocol_of(fake(*a))} for n, a in (
-        ("rust", ()), ("go", ("--revision", "2025-11-25")),
-        ("typescript", ("--discover", "2026-07-28", "--reject-initialize", "-32022")))]
+    table = [{"name": n, "protocol": p} for n, p in (
+        ("rust", echoes), ("go", down), ("typescript", rejects))]
     from mcpstart.views.table import ROWS, cell
 
     row = next(r for r in ROWS if r.path == "protocol.initialize_modern")
     assert [cell(s, row) for s in table] == ["2026-07-28", "2025-11-25 (down)",
                                              "rejected: error -32022"]
-
-
-def protocol_of(command) -> dict:
-    return _matrix(command)[0]
 
 
 def test_discover_without_result_type_is_not_modern(fake):

@@ -1,5 +1,8 @@
 """Servers named on the command line and in editor configs, measured through the CLI: every
-client's config, the startup budget, and secrets that must never leave."""
+client's config, the startup budget, and secrets that must never leave. Tests of what is
+measured and how it is reported run the configs' servers as scripted servers on a virtual
+clock (tests/scripted.py); those about a real process (its environment, a program that
+cannot start, one that echoes) run it."""
 
 import json
 import sys
@@ -10,11 +13,47 @@ from click.testing import CliRunner
 
 from mcpstart.cli import main
 
-from conftest import FAKE
+from conftest import FAKE, fast
+from scripted import Fake, Out, Spawner, Timed
+import scripted as scripted_transport
 
 PY = sys.executable
 QUICK = ["--runs", "1", "--warmup", "0", "--round-trips", "2", "--timeout", "10",
          "--payload-bytes", "100000", "--probe-timeout", "2"]
+
+
+class SlowStart(Timed, Fake):
+    """fake_server.py --slow-start 0.3: initialize answered 0.3 s (virtual) after it."""
+
+    def __init__(self):
+        super().__init__(0.3)
+
+    def fresh(self):
+        return SlowStart()
+
+
+class ExitsWith2(Fake):
+    """python3 -c "import sys; sys.exit(2)": exits with code 2, 20 ms (virtual) on."""
+
+    def answer(self, message):
+        return [Out("exit", code=2, after_s=0.02)]
+
+
+SCRIPTS = {(): Fake, ("--slow-start", "0.3"): SlowStart,
+           ("-c", "import sys; sys.exit(2)"): ExitsWith2}
+"""The scripted counterpart of each command the configs below name, by its arguments after
+the interpreter (and fake_server.py)."""
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """Commands measure the configs' servers as scripted ones; servers started at once wait
+    on their virtual clocks."""
+    spawner = Spawner(SCRIPTS, key=lambda c: tuple(a for a in c.argv[1:] if a != str(FAKE)))
+    monkeypatch.setattr("mcpstart.measure.settings.BASE", fast(spawner=spawner))
+    monkeypatch.setattr("mcpstart.transports.session.poll_many", scripted_transport.poll_many)
+    yield spawner
+    assert spawner.made, "no server was spawned through the scripted spawner"
 
 
 def measure(tmp_path, *args):
@@ -75,7 +114,8 @@ def client_configs(tmp_path) -> dict[str, tuple[str, set[str], set[str]]]:
 
 @pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "cursor", "vscode",
                                     "windsurf", "zed", "codex"])
-def test_each_client_config_measures_its_stdio_servers_and_skips_the_rest(tmp_path, client):
+def test_each_client_config_measures_its_stdio_servers_and_skips_the_rest(scripted, tmp_path,
+                                                                          client):
     path, measured, skipped = client_configs(tmp_path)[client]
     result, data = measure(tmp_path, "--config", path, "--budget", "10")
     rows = {s["name"]: s for s in data["servers"]}
@@ -89,7 +129,7 @@ def test_each_client_config_measures_its_stdio_servers_and_skips_the_rest(tmp_pa
     assert result.exit_code == 0, result.output
 
 
-def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
+def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(scripted, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(f'[mcp_servers.quick]\ncommand = "{PY}"\nargs = ["{FAKE}"]\n'
                       f'[mcp_servers.slow]\ncommand = "{PY}"\n'
@@ -100,7 +140,7 @@ def test_startup_budget_runs_all_at_once_and_honours_a_config_limit(tmp_path):
     assert startup["concurrent_ms"]["n"] == 2 and len(startup["runs"]) == 2
     for run in startup["runs"]:
         assert set(run) == {"quick", "slow"}
-        assert run["quick"]["initialize"] < 250 <= 300 <= run["slow"]["initialize"]
+        assert run["quick"]["initialize"] < 250 <= 300 <= run["slow"]["initialize"]  # virtual
         assert run["slow"]["initialize"] < run["slow"]["tools_list"]
     # the last server ready is the slow one: the all-at-once time is its time
     assert startup["concurrent_ms"]["samples"] == [r["slow"]["tools_list"] for r in startup["runs"]]
@@ -151,7 +191,7 @@ def test_a_config_with_no_servers_is_refused_not_replaced_by_the_reference_set(t
     assert "no MCP servers in it (read as a claude-desktop config" in result.output
 
 
-def test_two_configs_sharing_a_name_get_their_client_added(tmp_path):
+def test_two_configs_sharing_a_name_get_their_client_added(scripted, tmp_path):
     one = write_json(tmp_path / "claude_desktop_config.json", {"mcpServers": {"x": entry("a")}})
     two = write_json(tmp_path / "zed" / "settings.json",
                      {"context_servers": {"x": {"command": PY, "args": [str(FAKE)]}}})
@@ -167,7 +207,7 @@ def test_a_server_that_echoes_requests_fails_at_once_saying_so(tmp_path):
         "cold start run 1/1: initialize: the server wrote the request itself back on stdout")
 
 
-def test_a_server_that_does_not_start_is_named_under_every_limit(tmp_path):
+def test_a_server_that_does_not_start_is_named_under_every_limit(scripted, tmp_path):
     """In a Codex config one server fails: the budget still lists it, under its own
     startup_timeout_sec too, saying why."""
     config = tmp_path / "config.toml"

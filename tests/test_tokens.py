@@ -10,6 +10,8 @@ from mcpstart.measure import tokens
 
 from conftest import benchmark, unavailable
 
+pytestmark = pytest.mark.tokenizer
+
 REVERSE_TEXT = [{"name": "reverse_text", "description": "Reverse a text.",
                  "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
                                  "required": ["text"]}}]

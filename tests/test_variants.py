@@ -232,7 +232,7 @@ def test_an_old_python_sdk_release_builds_with_the_dependencies_of_its_day(tmp_p
     recipes = Path(__file__).parent.parent / "build-recipes"
     out = tmp_path / "r.json"
     result = CliRunner().invoke(main, [
-        "measure", "--recipes", str(recipes), "--cache-dir", str(tmp_path / "cache"),
+        "measure", "--recipes", str(recipes),  # mcpstart's build cache: reused across runs
         "--sdk", "python=2.1.1", "--only", "python@2.1.1", "--runs", "1", "--warmup", "0",
         "--round-trips", "0", "-o", str(out)])
     assert result.exit_code == 0, result.output

@@ -9,7 +9,6 @@ and per server whether it fits each client's startup limit.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -93,7 +92,7 @@ def _follow(sessions: dict[Session, str], settings: Settings) -> dict:
     start = min(s.t0_ns for s in sessions)
     times = {name: {"first_byte": None, "initialize": None, "tools_list": None}
              for name in sessions.values()}
-    waits = {s: (1, time.monotonic() + settings.timeout_s) for s in sessions}
+    waits = {s: (1, s.transport.clock() + settings.timeout_s) for s in sessions}
     paging = {s: (set(), 0, 0) for s in sessions}  # cursors followed, pages, tools
     while waits:
         for session, answer in wait_any(waits).items():
@@ -119,7 +118,7 @@ def _follow(sessions: dict[Session, str], settings: Settings) -> dict:
                 paging[session] = (seen, pages, tools)
             request = session.send_request("tools/list",
                                            {"cursor": cursor} if cursor is not None else {})
-            waits[session] = (request, time.monotonic() + settings.timeout_s)
+            waits[session] = (request, session.transport.clock() + settings.timeout_s)
     for session, name in sessions.items():
         times[name]["first_byte"] = elapsed_ms(start, session.transport.first_byte_ns)
     return times

@@ -603,7 +603,7 @@ class Session:
 
 def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response | SessionError]:
     """Serve several sessions' pipes together (an editor starting its servers at once) until
-    at least one awaited answer (session -> (request id, ``time.monotonic()`` deadline))
+    at least one awaited answer (session -> (request id, deadline on its transport's clock))
     is settled. Returns each settled session's answer, or the SessionError that ended its
     wait (no diagnosis of timeouts: NoAnswer says only that the time ran out)."""
     while True:
@@ -622,7 +622,8 @@ def wait_any(waits: dict[Session, tuple[int, float]]) -> dict[Session, Response 
                 outcomes[session] = found
         if outcomes:
             return outcomes
-        remaining = min(deadline for _, deadline in waits.values()) - time.monotonic()
+        remaining = min(deadline - session.transport.clock()
+                        for session, (_, deadline) in waits.items())
         owner = {session.transport: session for session in waits}
         for transport, lines in poll_many(list(owner), remaining).items():
             owner[transport]._backlog.extend(lines)
