@@ -216,6 +216,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: evict the server's files from the page cache before every run."),
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
+    opt("--attribution/--no-attribution", default=True,
+        help="Where each start goes: CPU and waits, a Python server's imports."),
     probe_opt, opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="S,...",
                    help="Startup limits of an all-at-once start (several named: 3,10,30,60)."),
     opt("--sessions", type=click.IntRange(2, 64), metavar="N", help="Also N of each at once."),

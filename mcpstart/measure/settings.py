@@ -100,6 +100,7 @@ class Settings:
     load_timeout_s: float = defaults.LOAD_TIMEOUT_S
     load_rate: float = defaults.LOAD_RATE
     http_sessions: int = defaults.HTTP_SESSIONS
+    attribution: bool = True
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -129,6 +130,7 @@ class Settings:
             "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
+            "attribution": self.attribution,
         }
 
 
