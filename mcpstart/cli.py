@@ -331,6 +331,20 @@ def compare(old, new, threshold, alpha, old_variant, new_variant, tablefmt) -> N
     sys.exit(1 if comparison.regressions else 0)
 
 
+@main.command(short_help="Why a server starts slowly: CPU, waits, launcher, imports.",
+              epilog="\b\nExample:\n  mcpstart why mcpstart-results.json --server python")
+@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
+@apply(opt("--server", "name", metavar="NAME", help="The server (default: the first measured)."))
+def why(results_file, name) -> None:
+    """Print where one server's cold start went (docs/startup.md): CPU against waiting, page
+    faults, context switches, bytes read, each process of a launcher chain, and a Python
+    server's imports per distribution with the transport finding. Exit status 2 for a file
+    that cannot be read or a server without the breakdown."""
+    from .views.why import why as breakdown
+
+    click.echo(_input(breakdown, _load([results_file], "why")[0].to_dict(), name), nl=False)
+
+
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",
               epilog="\b\nExample:\n  mcpstart plot r.json -o cold.svg --kind cold-start")
 @click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))

@@ -215,9 +215,11 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
 
     Returns:
         ``{runs, instrumented_ms, uninstrumented_ms, import_ms, interpreter_ms, share,
-        distributions: [{name, self_ms, cumulative_ms, modules, http}], other_transport}``:
+        distributions: [{name, self_ms, cumulative_ms, modules, installed, http}],
+        other_transport}``:
         medians over the starts; ``share`` import_ms / instrumented_ms; distributions by
-        cumulative time, largest first (a distribution absent from a start counts 0 there);
+        cumulative time, largest first (a distribution absent from a start counts 0 there;
+        ``installed`` False for STDLIB and NOT_INSTALLED);
         ``http`` the transport rule's verdict (provides_http); ``other_transport`` for a
         stdio server, ``{distributions, cumulative_ms, share}`` of the HTTP ones imported at
         start (the finding, docs/startup.md), else None.
@@ -231,6 +233,7 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
                      "self_ms": med([p["self_ms"] if p else 0.0 for p in per]),
                      "cumulative_ms": med([p["cumulative_ms"] if p else 0.0 for p in per]),
                      "modules": max(p["modules"] if p else 0 for p in per),
+                     "installed": name not in (STDLIB, NOT_INSTALLED),
                      "http": provides_http(env["classifiers"].get(name, []))})
     rows.sort(key=lambda r: -r["cumulative_ms"])
     instrumented = med([ms for ms, _ in starts])

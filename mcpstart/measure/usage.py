@@ -21,11 +21,14 @@ import statistics
 from ..stats import summarize
 from ..transports.tree import ProcessSet
 
-FIGURES = ("user_ms", "system_ms", "minor_faults", "major_faults", "voluntary_switches",
+FIGURES = ("cpu_ms", "user_ms", "system_ms", "minor_faults", "major_faults", "voluntary_switches",
            "involuntary_switches", "read_bytes")
-"""The figures of one start (resource usage terms of getrusage(2))."""
+"""The figures of one start (resource usage terms of getrusage(2)); ``cpu_ms`` is user plus
+system at the scheduler's nanosecond resolution where /proc gives it (``task/*/schedstat``,
+the live threads' run time), since /proc/pid/stat counts in clock ticks (TICK_MS)."""
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 """One clock tick, the unit of /proc/pid/stat's CPU times (proc(5): ``sysconf(_SC_CLK_TCK)``)."""
+CPU = ("cpu_ms", "user_ms", "system_ms")
 WINDOW = "spawn to the initialize answer, whole tree"
 
 
@@ -36,14 +39,18 @@ def _stat(pid: int) -> dict:
         fields = f.read().rsplit(b")", 1)[1].split()
     minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime = map(int, fields[7:15])
     return {"user_ms": (utime + cutime) * TICK_MS, "system_ms": (stime + cstime) * TICK_MS,
+            "children_ms": (cutime + cstime) * TICK_MS,
             "minor_faults": minflt + cminflt, "major_faults": majflt + cmajflt}
 
 
-def _switches(pid: int) -> tuple[int, int]:
-    """Voluntary and involuntary context switches summed over the process's live threads."""
-    voluntary = involuntary = 0
+def _threads(pid: int) -> tuple[float, int, int]:
+    """The live threads' run time (ms, ``schedstat``'s first field, ns) and their voluntary
+    and involuntary context switches, summed."""
+    run_ns = voluntary = involuntary = 0
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                run_ns += int(f.read().split()[0])
             with open(f"/proc/{pid}/task/{tid}/status") as f:
                 for line in f:
                     if line.startswith("voluntary_ctxt_switches:"):
@@ -52,7 +59,7 @@ def _switches(pid: int) -> tuple[int, int]:
                         involuntary += int(line.split()[1])
         except OSError:  # the thread ended meanwhile
             continue
-    return voluntary, involuntary
+    return run_ns / 1e6, voluntary, involuntary
 
 
 def _read_bytes(pid: int) -> int | None:
@@ -64,13 +71,18 @@ def _read_bytes(pid: int) -> int | None:
 
 
 def live_usage(pid: int) -> dict | None:
-    """The figures (FIGURES) of a live process from /proc; None once it has gone."""
+    """The figures (FIGURES) of a live process from /proc; None once it has gone. ``cpu_ms``:
+    its live threads' run time plus its reaped children's, or the tick counts where they say
+    more (threads that ended are only in those)."""
     try:
-        voluntary, involuntary = _switches(pid)
-        return {**_stat(pid), "voluntary_switches": voluntary,
-                "involuntary_switches": involuntary, "read_bytes": _read_bytes(pid)}
+        run_ms, voluntary, involuntary = _threads(pid)
+        stat = _stat(pid)
     except (OSError, ValueError, IndexError):
         return None
+    children = stat.pop("children_ms")
+    return {"cpu_ms": max(run_ms + children, stat["user_ms"] + stat["system_ms"]), **stat,
+            "voluntary_switches": voluntary, "involuntary_switches": involuntary,
+            "read_bytes": _read_bytes(pid)}
 
 
 def at_answer(processes: ProcessSet | None) -> dict | None:
@@ -110,9 +122,9 @@ def block(runs: list[dict]) -> dict | None:
 
     Returns:
         ``{window, FIGURES: {n, median, mean, min, max, samples, warmup_samples},
-        cpu_share, waiting_share, processes: [{name, runs, user_ms, system_ms}]}``: each
-        figure over the counted runs (warm-ups stored apart); ``cpu_share`` the median over
-        counted runs of (user + system) / handshake and ``waiting_share`` 1 minus it (0
+        cpu_share, waiting_share, processes: [{name, runs, cpu_ms, user_ms, system_ms}]}``:
+        each figure over the counted runs (warm-ups stored apart); ``cpu_share`` the median
+        over counted runs of cpu_ms / handshake and ``waiting_share`` 1 minus it (0
         when threads computed in parallel for longer than the wall time); per command name,
         the medians of its CPU times over the runs it ran in. None when no run was read.
     """
@@ -125,7 +137,7 @@ def block(runs: list[dict]) -> dict | None:
         out[key] = _compact([r["usage"][key] for r in counted if r["usage"][key] is not None],
                             [r["usage"][key] for r in read if r["warmup"]
                              and r["usage"][key] is not None])
-    shares = [(r["usage"]["user_ms"] + r["usage"]["system_ms"]) / r["handshake"]
+    shares = [r["usage"]["cpu_ms"] / r["handshake"]
               for r in counted if r["handshake"] > 0]
     cpu = statistics.median(shares) if shares else None
     out["cpu_share"] = cpu
@@ -134,13 +146,12 @@ def block(runs: list[dict]) -> dict | None:
     for run in counted:
         per_run: dict[str, dict] = {}
         for proc in run["usage"]["processes"]:
-            sums = per_run.setdefault(proc["name"], {"user_ms": 0.0, "system_ms": 0.0})
-            sums["user_ms"] += proc["user_ms"]
-            sums["system_ms"] += proc["system_ms"]
+            sums = per_run.setdefault(proc["name"], dict.fromkeys(CPU, 0.0))
+            for key in CPU:
+                sums[key] += proc[key]
         for name, sums in per_run.items():
             names.setdefault(name, []).append(sums)
     out["processes"] = [{"name": name, "runs": len(seen),
-                         "user_ms": statistics.median(s["user_ms"] for s in seen),
-                         "system_ms": statistics.median(s["system_ms"] for s in seen)}
+                         **{key: statistics.median(s[key] for s in seen) for key in CPU}}
                         for name, seen in names.items()]
     return out

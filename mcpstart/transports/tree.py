@@ -85,10 +85,10 @@ def _pgid(pid: int) -> int | None:
 
 def rusage_of(usage) -> dict:
     """An ``os.wait4`` resource usage (the process and the descendants it reaped, getrusage(2))
-    as ``{user_ms, system_ms, minor_faults, major_faults, voluntary_switches,
+    as ``{cpu_ms, user_ms, system_ms, minor_faults, major_faults, voluntary_switches,
     involuntary_switches, read_bytes}``; read_bytes from ``ru_inblock``, counted in 512-byte
     blocks (proc(5), /proc/pid/io, and the kernel's task_io_accounting)."""
-    return {"user_ms": usage.ru_utime * 1000, "system_ms": usage.ru_stime * 1000,
+    return {"cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000, "user_ms": usage.ru_utime * 1000, "system_ms": usage.ru_stime * 1000,
             "minor_faults": usage.ru_minflt, "major_faults": usage.ru_majflt,
             "voluntary_switches": usage.ru_nvcsw, "involuntary_switches": usage.ru_nivcsw,
             "read_bytes": usage.ru_inblock * 512}
