@@ -33,13 +33,14 @@ WINDOW = "spawn to the initialize answer, whole tree"
 
 
 def _stat(pid: int) -> dict:
-    """/proc/pid/stat's faults and CPU times, each with the reaped children's (proc(5): fields
-    10 to 17, counted after the command name's closing parenthesis)."""
+    """/proc/pid/stat's page faults and CPU ticks, the process's own and its reaped
+    children's apart (proc(5): fields 10 to 17, counted after the command name's closing
+    parenthesis)."""
     with open(f"/proc/{pid}/stat", "rb") as f:
         fields = f.read().rsplit(b")", 1)[1].split()
     minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime = map(int, fields[7:15])
-    return {"user_ms": (utime + cutime) * TICK_MS, "system_ms": (stime + cstime) * TICK_MS,
-            "children_ms": (cutime + cstime) * TICK_MS,
+    return {"user": utime * TICK_MS, "system": stime * TICK_MS,
+            "children_user": cutime * TICK_MS, "children_system": cstime * TICK_MS,
             "minor_faults": minflt + cminflt, "major_faults": majflt + cmajflt}
 
 
@@ -71,18 +72,26 @@ def _read_bytes(pid: int) -> int | None:
 
 
 def live_usage(pid: int) -> dict | None:
-    """The figures (FIGURES) of a live process from /proc; None once it has gone. ``cpu_ms``:
-    its live threads' run time plus its reaped children's, or the tick counts where they say
-    more (threads that ended are only in those)."""
+    """The figures (FIGURES) of a live process from /proc; None once it has gone. Its own
+    CPU time is its live threads' run time where that says more than the ticks (which
+    also hold the threads that ended), split between user and system as the ticks are
+    (the kernel derives both from the run time the same way: cputime_adjust); its reaped
+    children's is in ticks."""
     try:
         run_ms, voluntary, involuntary = _threads(pid)
         stat = _stat(pid)
     except (OSError, ValueError, IndexError):
         return None
-    children = stat.pop("children_ms")
-    return {"cpu_ms": max(run_ms + children, stat["user_ms"] + stat["system_ms"]), **stat,
-            "voluntary_switches": voluntary, "involuntary_switches": involuntary,
-            "read_bytes": _read_bytes(pid)}
+    user, system = stat["user"], stat["system"]
+    if run_ms > user + system > 0:
+        user, system = run_ms * user / (user + system), run_ms * system / (user + system)
+    own = max(run_ms, user + system)
+    user += stat["children_user"]
+    system += stat["children_system"]
+    return {"cpu_ms": own + stat["children_user"] + stat["children_system"],
+            "user_ms": user, "system_ms": system, "minor_faults": stat["minor_faults"],
+            "major_faults": stat["major_faults"], "voluntary_switches": voluntary,
+            "involuntary_switches": involuntary, "read_bytes": _read_bytes(pid)}
 
 
 def at_answer(processes: ProcessSet | None) -> dict | None:
