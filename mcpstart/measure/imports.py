@@ -20,10 +20,12 @@ import re
 import shutil
 import statistics
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 
 import psutil
 
+from ..command import Command
 from ..transports.base import elapsed_ms
 from ..transports.session import SessionError
 from ..wire import initialize_request
@@ -136,8 +138,11 @@ def applies(server: Server) -> bool:
         PYTHON.fullmatch(p["name"]) for p in (server.row.start_usage or {}).get("processes", []))
 
 
-def instrumented_start(server: Server, settings: Settings) -> tuple[float, str, dict | None]:
-    """One timed cold start with import profiling on, read to the initialize answer.
+def instrumented_start(command: Command, settings: Settings,
+                       before_spawn: Callable[[], None] = lambda: None
+                       ) -> tuple[float, str, dict | None]:
+    """One timed cold start of ``command`` with import profiling on, read to the initialize
+    answer (``before_spawn`` as spawn.started runs it).
 
     Returns:
         ``(handshake ms, stderr up to the answer, interpreter)``: ``interpreter``
@@ -154,10 +159,10 @@ def instrumented_start(server: Server, settings: Settings) -> tuple[float, str, 
         transports.append(transport)
         return transport
 
-    command = replace(server.command, env={**server.command.env, **ENV})
+    command = replace(command, env={**command.env, **ENV})
     with spawn.started([(command, initialize_request(settings.requested_revision))],
                        replace(settings, spawner=keeping), timed=True,
-                       before_spawn=server.before_spawn) as (session,):
+                       before_spawn=before_spawn) as (session,):
         response = session.wait(1, settings.timeout_s)
         ms = elapsed_ms(session.t0_ns, response.at_ns)
         log = session.transport.stderr_log
@@ -262,7 +267,7 @@ def measure(server: Server, settings: Settings) -> None:
     starts, interpreter = [], None
     try:
         for _ in range(RUNS):
-            ms, text, found = instrumented_start(server, settings)
+            ms, text, found = instrumented_start(server.command, settings, server.before_spawn)
             interpreter = interpreter or found
             starts.append((ms, parse(text)))
         if interpreter is None:
