@@ -57,3 +57,11 @@ def test_an_http_package_never_seen_is_named_on_a_stdio_server(tmp_path):
     block = imports.block([(ms, imports.attribute(imports.parse(text), env))], env, None, "stdio")
     assert block["other_transport"]["distributions"] == ["zq-wire"]
     assert block["other_transport"]["cumulative_ms"] > 0
+
+
+def test_a_process_gone_before_the_answer_counts_through_its_reaping():
+    found, _ = _usage([sys.executable, str(FAKE), "--burn-user", "0.2", "--launcher"])
+    gone = [p for p in found["processes"] if p["exited"]]
+    assert len(gone) == 1 and gone[0]["user_ms"] >= 200  # it burned, forked and exited
+    assert found["user_ms"] >= gone[0]["user_ms"] + min(
+        p["user_ms"] for p in found["processes"] if not p["exited"])
