@@ -68,6 +68,9 @@ class Settings:
         load_rate: requests per second of the fixed-rate scenario.
         http_sessions: full sessions (initialize .. DELETE) timed per HTTP server, with the
             server's memory read before and after them.
+        attribution: where each start goes (docs/startup.md): the tree's usage read at
+            every cold start's initialize answer (usage.py) and a Python server's profiled
+            starts (imports.py); False (--no-attribution): neither.
     """
 
     runs: int = defaults.RUNS
