@@ -75,7 +75,8 @@ def live_usage(pid: int) -> dict | None:
     """The figures (FIGURES) of a live process from /proc; None once it has gone. Its own
     CPU time is its live threads' run time where that says more than the ticks (which
     also hold the threads that ended), split between user and system as the ticks are
-    (the kernel derives both from the run time the same way: cputime_adjust); its reaped
+    (the kernel derives both from the run time the same way: cputime_adjust), so user and
+    system are None when the process ran for less than one tick of them; its reaped
     children's is in ticks."""
     try:
         run_ms, voluntary, involuntary = _threads(pid)
@@ -83,11 +84,12 @@ def live_usage(pid: int) -> dict | None:
     except (OSError, ValueError, IndexError):
         return None
     user, system = stat["user"], stat["system"]
-    if run_ms > user + system > 0:
-        user, system = run_ms * user / (user + system), run_ms * system / (user + system)
     own = max(run_ms, user + system)
-    user += stat["children_user"]
-    system += stat["children_system"]
+    if user + system > 0:
+        user, system = (own * user / (user + system) + stat["children_user"],
+                        own * system / (user + system) + stat["children_system"])
+    elif own > 0:  # under one tick: how it splits is unknown
+        user = system = None
     return {"cpu_ms": own + stat["children_user"] + stat["children_system"],
             "user_ms": user, "system_ms": system, "minor_faults": stat["minor_faults"],
             "major_faults": stat["major_faults"], "voluntary_switches": voluntary,
@@ -101,7 +103,8 @@ def at_answer(processes: ProcessSet | None) -> dict | None:
         ``{FIGURES..., processes: [{pid, name, exited, FIGURES...}]}`` (ms, counts, bytes):
         the sums over the processes, each process by its command name (``comm``) in the
         order found; a sum is None when a process's figure is unknown (read_bytes without
-        I/O accounting). None where the transport spawned nothing (an endpoint).
+        I/O accounting), except user and system, summed over the processes where they are
+        known (so they may fall short of cpu_ms by less than a tick per process). None where the transport spawned nothing (an endpoint).
     """
     if processes is None:
         return None
@@ -116,6 +119,9 @@ def at_answer(processes: ProcessSet | None) -> dict | None:
             rows.append({"pid": pid, "name": record["name"], "exited": True, **record["usage"]})
     totals = {key: (None if any(r[key] is None for r in rows) else sum(r[key] for r in rows))
               for key in FIGURES}
+    for key in ("user_ms", "system_ms"):  # known where a process ran for a tick at least
+        known = [r[key] for r in rows if r[key] is not None]
+        totals[key] = sum(known) if known else None
     return {**totals, "processes": rows}
 
 
@@ -135,7 +141,9 @@ def block(runs: list[dict]) -> dict | None:
         each figure over the counted runs (warm-ups stored apart); ``cpu_share`` the median
         over counted runs of cpu_ms / handshake and ``waiting_share`` 1 minus it (0
         when threads computed in parallel for longer than the wall time); per command name,
-        the medians of its CPU times over the runs it ran in. None when no run was read.
+        the medians of its CPU times over the runs it ran in (user and system over the runs
+        where they are known: None for a start shorter than one clock tick). None when no
+        run was read.
     """
     read = [r for r in runs if r.get("usage") is not None and r.get("handshake") is not None]
     if not read:
@@ -157,10 +165,15 @@ def block(runs: list[dict]) -> dict | None:
         for proc in run["usage"]["processes"]:
             sums = per_run.setdefault(proc["name"], dict.fromkeys(CPU, 0.0))
             for key in CPU:
-                sums[key] += proc[key]
+                sums[key] = None if None in (sums[key], proc[key]) else sums[key] + proc[key]
         for name, sums in per_run.items():
             names.setdefault(name, []).append(sums)
     out["processes"] = [{"name": name, "runs": len(seen),
-                         **{key: statistics.median(s[key] for s in seen) for key in CPU}}
+                         **{key: _median([s[key] for s in seen]) for key in CPU}}
                         for name, seen in names.items()]
     return out
+
+
+def _median(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None

@@ -305,10 +305,10 @@ def cpu_split(_value, server: dict) -> str | None:
     usage = server.get("start_usage") or {}
     if usage.get("cpu_share") is None:
         return None
+    user, system = dig(usage, "user_ms.median"), dig(usage, "system_ms.median")
+    parts = "" if None in (user, system) else f": user {fmt_ms(user)} + system {fmt_ms(system)}"
     return (f"{usage['cpu_share'] * 100:.0f}% CPU, {usage['waiting_share'] * 100:.0f}% waiting "
-            f"(CPU {fmt_ms(dig(usage, 'cpu_ms.median'))} ms: user "
-            f"{fmt_ms(dig(usage, 'user_ms.median'))} + system "
-            f"{fmt_ms(dig(usage, 'system_ms.median'))})")
+            f"(CPU {fmt_ms(dig(usage, 'cpu_ms.median'))} ms{parts})")
 
 
 def top_packages(_value, server: dict, count: int = 3) -> str | None:

@@ -31,9 +31,10 @@ def why(doc: dict, name: str | None = None) -> str:
                      f"{dig(usage, 'involuntary_switches.median'):g}; read from storage "
                      f"{_bytes(dig(usage, 'read_bytes.median'))}")
         lines.append("  processes (CPU ms, median, by command name):")
-        lines += [f"    {p['name']}: {fmt_ms(p['cpu_ms'])} (user {fmt_ms(p['user_ms'])} + "
-                  f"system {fmt_ms(p['system_ms'])}; {p['runs']} runs)"
-                  for p in usage["processes"]]
+        lines += [f"    {p['name']}: {fmt_ms(p['cpu_ms'])} ("
+                  + ("" if p["user_ms"] is None else
+                     f"user {fmt_ms(p['user_ms'])} + system {fmt_ms(p['system_ms'])}; ")
+                  + f"{p['runs']} runs)" for p in usage["processes"]]
     imports = row.get("imports")
     if imports:
         lines.append(f"  imports: {fmt_ms(imports['import_ms'])} ms of a "
