@@ -233,6 +233,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: evict the server's files from the page cache before every run."),
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
+    opt("--attribution/--no-attribution", default=True,
+        help="Where each start goes: CPU and waits, a Python server's imports."),
     probe_opt, opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="S,...",
                    help="Startup limits of an all-at-once start (several named: 3,10,30,60)."),
     opt("--sessions", type=click.IntRange(2, 64), metavar="N", help="Also N of each at once."),
@@ -365,6 +367,20 @@ def compare(old, new, thresholds, alpha, pair, old_variant, new_variant, tablefm
     click.echo(to_json(comparison, *names) if tablefmt == "json"
                else render(comparison, tablefmt, *names), nl=tablefmt != "json")
     sys.exit(comparison.exit_status)
+
+
+@main.command(short_help="Why a server starts slowly: CPU, waits, launcher, imports.",
+              epilog="\b\nExample:\n  mcpstart why mcpstart-results.json --server python")
+@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
+@apply(opt("--server", "name", metavar="NAME", help="The server (default: the first measured)."))
+def why(results_file, name) -> None:
+    """Print where one server's cold start went (docs/startup.md): CPU against waiting, page
+    faults, context switches, bytes read, each process of a launcher chain, and a Python
+    server's imports per distribution with the transport finding. Exit status 2 for a file
+    that cannot be read or a server without the breakdown."""
+    from .views.why import why as breakdown
+
+    click.echo(_input(breakdown, _load([results_file], "why")[0].to_dict(), name), nl=False)
 
 
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",

@@ -81,6 +81,12 @@ class ServerResult:
     launcher: dict | None = None
     dual_era: dict | None = None
     caching: dict | None = None
+    start_usage: dict | None = None
+    """The tree's resource usage from spawn to the initialize answer, per figure over the cold
+    starts (measure/usage.py; docs/results.md#start_usage)."""
+    imports: dict | None = None
+    """A Python server's import time per distribution (measure/imports.py;
+    docs/results.md#imports)."""
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 

@@ -273,7 +273,7 @@ def test_bad_exports_are_refused_before_any_work(tmp_path, args, message):
 
 
 @pytest.mark.parametrize("command", [None, "build", "measure", "report", "compare", "plot",
-                                     "doctor", "revisions"])
+                                     "doctor", "revisions", "why"])
 def test_every_help_ends_with_an_example(command):
     if command:
         assert command in main.commands
@@ -284,7 +284,7 @@ def test_every_help_ends_with_an_example(command):
     assert "Options:" not in tail and "Commands:" not in tail
     assert f"  mcpstart {command or ''}".rstrip() in tail
     assert set(main.commands) == {"build", "measure", "report", "compare", "plot", "doctor",
-                                  "revisions"}
+                                  "revisions", "why"}
 
 
 def test_help_imports_nothing_heavy():

@@ -9,7 +9,7 @@ from ..command import Command
 from ..transports.base import Ended, elapsed_ms
 from ..transports.session import Session, SessionError, Traffic
 from ..wire import SMALL_TEXT, ToolCall, initialize_request
-from . import spawn
+from . import spawn, usage
 from .client import (ProbeError, Skips, call_tool, chosen_call, initialize_result, list_tools,
                      result_of, tool_error)
 from .settings import Settings
@@ -28,21 +28,24 @@ def cold_start(command: Command, settings: Settings, skips: Skips,
 
     Returns:
         ``{handshake, first_byte, port, tools_list, first_call, negotiated_revision,
-        server_info, capabilities, instructions, tools, shutdown (an Ended), traffic}``: the phases in ms
+        server_info, capabilities, instructions, tools, usage, shutdown (an Ended), traffic}``:
+        the phases in ms
         from just before the spawn (None when not reached; ``port``: the endpoint accepting,
         for a network transport; ``tools_list`` and ``first_call`` by settings.PHASE_RULE),
-        ``tools`` the ToolList or None.
+        ``tools`` the ToolList or None, ``usage`` the tree's resource usage to the initialize
+        answer (usage.at_answer; None with ``settings.attribution`` off).
 
     Raises:
         SessionError: no valid initialize answer (the run failed; the process is gone).
     """
     sample = {"handshake": None, "first_byte": None, "tools_list": None, "first_call": None,
-              "tools": None}
+              "tools": None, "usage": None}
     first = initialize_request(settings.requested_revision)
     with spawn.started([(command, first)], settings, timed=True,
                        before_spawn=before_spawn) as (session,):
         try:
-            _phases(session, sample, settings.timeout_s, settings.call, skips)
+            _phases(session, sample, settings.timeout_s, settings.call, skips,
+                    settings.attribution)
         finally:
             sample["first_byte"] = elapsed_ms(session.t0_ns, session.transport.first_byte_ns)
             sample["port"] = elapsed_ms(session.t0_ns, session.transport.accepting_ns)
@@ -79,11 +82,15 @@ def modern_start(command: Command, settings: Settings, request: dict, what: str,
 
 
 def _phases(session: Session, sample: dict, timeout_s: float, call: ToolCall | None,
-            skips: Skips) -> None:
-    """The timed part of a cold start, written into ``sample`` as each phase ends."""
+            skips: Skips, attribution: bool) -> None:
+    """The timed part of a cold start, written into ``sample`` as each phase ends; with
+    ``attribution`` the tree's usage is read once the initialize answer is stamped (the
+    later phases are timed from their own requests, so the read is in no figure)."""
     response = session.wait(1, timeout_s)
     init = initialize_result(response)
     sample["handshake"] = elapsed_ms(session.t0_ns, response.at_ns)
+    if attribution:
+        sample["usage"] = usage.at_answer(session.processes)
     sample.update(negotiated_revision=init["protocolVersion"],
                   server_info=init.get("serverInfo"), capabilities=init.get("capabilities"),
                   instructions=init.get("instructions"))

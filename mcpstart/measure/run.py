@@ -21,7 +21,7 @@ from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError
 from ..wire import SMALL_TEXT, modern_request
-from . import http_steps, launcher, machine, revisions, stdio_steps, tokens
+from . import http_steps, imports, launcher, machine, revisions, stdio_steps, tokens, usage
 from .cold import cold_start, modern_start
 from .matrix import first_start, matrix, none_supported
 from .server import Server, guard
@@ -140,6 +140,11 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     on_update(results)
     spawned = [s for s in live if s.command is not None]
     _cold_starts(spawned, steps, settings, order, results, progress, on_update, "handshake")
+    if settings.attribution:  # after the counted starts: profiling slows what it profiles
+        for server in [s for s in spawned if not s.never_started and imports.applies(s)]:
+            progress(Step(f"{server.row.name}: import profile", "cold start", server.row.name))
+            imports.measure(server, settings)
+        on_update(results)
     for index, server in enumerate(live, 1):
         if not server.never_started:
             progress(Step(f"[{index}/{len(live)}] {server.row.name}: {steps.labels['matrix']}",
@@ -263,6 +268,7 @@ def _summarize(server: Server, steps: Steps) -> None:
     if not runs:
         return
     steps.summarize(server)
+    row.start_usage = usage.block(runs)
     last = runs[-1]
     row.protocol["negotiated_revision"] = last.get("negotiated_revision")
     row.server_info, row.server_capabilities = last.get("server_info"), last.get("capabilities")

@@ -68,6 +68,9 @@ class Settings:
         load_rate: requests per second of the fixed-rate scenario.
         http_sessions: full sessions (initialize .. DELETE) timed per HTTP server, with the
             server's memory read before and after them.
+        attribution: where each start goes (docs/startup.md): the tree's usage read at
+            every cold start's initialize answer (usage.py) and a Python server's profiled
+            starts (imports.py); False (--no-attribution): neither.
     """
 
     runs: int = defaults.RUNS
@@ -100,6 +103,7 @@ class Settings:
     load_timeout_s: float = defaults.LOAD_TIMEOUT_S
     load_rate: float = defaults.LOAD_RATE
     http_sessions: int = defaults.HTTP_SESSIONS
+    attribution: bool = True
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -129,6 +133,7 @@ class Settings:
             "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
+            "attribution": self.attribution,
         }
 
 

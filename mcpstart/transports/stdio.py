@@ -189,6 +189,8 @@ class StdioTransport(Transport):
         self._stderr_open = True
         self._stderr_line = bytearray()
         self._stderr_frames: list[Frame] = []
+        self.stderr_log: list[bytes] | None = None
+        """Set to a list to keep every stderr chunk there, in order (not only the tail)."""
         self._first = select.poll()
         self._first.register(self._stdout, select.POLLIN)
         self._first.register(self._stderr, select.POLLIN)
@@ -406,6 +408,8 @@ class StdioTransport(Transport):
             self._stderr_open = False
             return
         self._stderr_messages(chunk, now)
+        if self.stderr_log is not None:
+            self.stderr_log.append(chunk)
         self._stderr_tail.append(chunk)
         self._stderr_kept += len(chunk)
         while self._stderr_kept - len(self._stderr_tail[0]) >= STDERR_TAIL_BYTES:

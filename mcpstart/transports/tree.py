@@ -83,6 +83,17 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
+def rusage_of(usage) -> dict:
+    """An ``os.wait4`` resource usage (the process and the descendants it reaped, getrusage(2))
+    as ``{cpu_ms, user_ms, system_ms, minor_faults, major_faults, voluntary_switches,
+    involuntary_switches, read_bytes}``; read_bytes from ``ru_inblock``, counted in 512-byte
+    blocks (proc(5), /proc/pid/io, and the kernel's task_io_accounting)."""
+    return {"cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000, "user_ms": usage.ru_utime * 1000, "system_ms": usage.ru_stime * 1000,
+            "minor_faults": usage.ru_minflt, "major_faults": usage.ru_majflt,
+            "voluntary_switches": usage.ru_nvcsw, "involuntary_switches": usage.ru_nivcsw,
+            "read_bytes": usage.ru_inblock * 512}
+
+
 class ProcessSet:
     """The processes of one server, with a pidfd on each.
 
@@ -90,9 +101,9 @@ class ProcessSet:
         leader: pid of the spawned process (also its session id and process group id).
         members: pid -> psutil.Process of the members not known to have exited, in the
             order found (the spawned process first).
-        exited: pid -> ``{"pid", "name", "cmdline", "exit_code", "ru_maxrss_bytes"}`` of
-            members seen exiting; exit_code and ru_maxrss (``os.wait4``) only for those
-            mcpstart reaped itself (its children), else None.
+        exited: pid -> ``{"pid", "name", "cmdline", "exit_code", "ru_maxrss_bytes",
+            "usage"}`` of members seen exiting; exit_code, ru_maxrss and usage (``os.wait4``:
+            ``rusage_of``) only for those mcpstart reaped itself (its children), else None.
         left_group: pids of members seen outside the server's process group.
     """
 
@@ -211,7 +222,7 @@ class ProcessSet:
     def _retire(self, pid: int) -> None:
         proc = self.members.pop(pid)
         os.close(self._pidfds.pop(pid))
-        record = {**self._info[pid], "exit_code": None, "ru_maxrss_bytes": None}
+        record = {**self._info[pid], "exit_code": None, "ru_maxrss_bytes": None, "usage": None}
         try:
             self._gone.add((pid, proc.create_time()))
         except psutil.Error:
@@ -221,6 +232,7 @@ class ProcessSet:
             if done:
                 record["exit_code"] = os.waitstatus_to_exitcode(status)
                 record["ru_maxrss_bytes"] = usage.ru_maxrss * 1024  # Linux: KiB
+                record["usage"] = rusage_of(usage)
         except ChildProcessError:  # not mcpstart's child: its parent reaps it
             pass
         self.exited[pid] = record

@@ -299,6 +299,42 @@ def _caching(value, s) -> str:
     return text + ("" if first is None else f"; first call {fmt_ms(first)} ms")
 
 
+def cpu_split(_value, server: dict) -> str | None:
+    """"48% CPU, 52% waiting (CPU 1331 ms: user 1235 + system 95.0)": the start's CPU
+    against waiting, or None."""
+    usage = server.get("start_usage") or {}
+    if usage.get("cpu_share") is None:
+        return None
+    user, system = dig(usage, "user_ms.median"), dig(usage, "system_ms.median")
+    parts = "" if None in (user, system) else f": user {fmt_ms(user)} + system {fmt_ms(system)}"
+    return (f"{usage['cpu_share'] * 100:.0f}% CPU, {usage['waiting_share'] * 100:.0f}% waiting "
+            f"(CPU {fmt_ms(dig(usage, 'cpu_ms.median'))} ms{parts})")
+
+
+def top_packages(_value, server: dict, count: int = 3) -> str | None:
+    """"mcp 4595, mcp-types 2788, pydantic 486": the installed distributions with the most
+    cumulative import time (ms), or None without an ``imports`` block."""
+    rows = [d for d in dig(server, "imports.distributions") or []
+            if d["installed"]]
+    if server.get("imports") is None:
+        return None
+    return ", ".join(f"{d['name']} {fmt_ms(d['cumulative_ms'])}" for d in rows[:count]) or "none"
+
+
+def other_transport(_value, server: dict) -> str | None:
+    """The transport finding in words: "435 ms (9.8% of the start): sse-starlette, ..." or
+    "none"; None where the rule does not apply (no imports block, an HTTP server)."""
+    found = dig(server, "imports.other_transport")
+    if found is None:
+        return None
+    if not found["distributions"]:
+        return "none"
+    share = found["share"]
+    return (f"{fmt_ms(found['cumulative_ms'])} ms"
+            + ("" if share is None else f" ({share * 100:.1f}% of the profiled start)")
+            + ": " + ", ".join(found["distributions"]))
+
+
 def _plain(render: Callable) -> Callable[[object, dict], str]:
     return lambda value, _s: render(value)
 
@@ -441,6 +477,17 @@ ROWS: list[Row] = [
     Row("tools.definitions_bytes", "tool definitions (KiB)", _plain(_kib)),
     Row("tools.tokens.count", "tool definitions (tokens, o200k_base)", _plain(_count)),
     Row("instructions.tokens", "server instructions (tokens, o200k_base)", _plain(_count)),
+    Row("start_usage.cpu_share", "cold start: CPU against waiting, median", cpu_split,
+        ("start_usage.waiting_share", "start_usage.user_ms.median",
+         "start_usage.system_ms.median")),
+    Row("imports.distributions", "imports at start: top three packages (ms, cumulative)",
+        top_packages),
+    Row("imports.share", "imports' share of a profiled start", lambda v, s: (
+        f"{v * 100:.0f}% ({fmt_ms(dig(s, 'imports.import_ms'))} of "
+        f"{fmt_ms(dig(s, 'imports.instrumented_ms'))} ms)"),
+        ("imports.import_ms", "imports.instrumented_ms")),
+    Row("imports.other_transport", "imported at start for another transport (stdio)",
+        other_transport),
     Row("caching.may_defer_spawn", "may show cached tools, spawn at the first call", _caching,
         ("caching.tools_list_ttl_ms", "caching.deferred_first_call_ms")),
     Row("tools.with_output_schema", "outputSchema (tools with one; the called tool)",

@@ -21,6 +21,12 @@ parser.add_argument("--lsp", action="store_true", help="only Content-Length fram
 parser.add_argument("--lsp-reply", action="store_true", help="answer with Content-Length headers")
 parser.add_argument("--chunked", action="store_true", help="write results in pieces with pauses")
 parser.add_argument("--stderr-bytes", type=int, default=0, help="write this much to stderr per call")
+parser.add_argument("--burn-user", type=float, default=0,
+                    help="seconds of user CPU to spend before reading")
+parser.add_argument("--burn-system", type=float, default=0,
+                    help="seconds of system CPU to spend before reading (reads of /dev/zero)")
+parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                    help="import this module before reading")
 parser.add_argument("--slow-start", type=float, default=0, help="seconds to sleep before reading")
 parser.add_argument("--need-env", default=None, help="exit 1 at once unless this variable is set")
 parser.add_argument("--no-flush", action="store_true", help="block-buffered stdout, never flushed")
@@ -217,6 +223,23 @@ OTHER_TOOLS = [
     {"name": "now", "inputSchema": {"type": "object"}}]
 
 
+def burn(user_s: float, system_s: float) -> None:
+    """Spend this much user, then system CPU time (by getrusage's own count)."""
+    import resource
+
+    def used(field: str) -> float:
+        return getattr(resource.getrusage(resource.RUSAGE_SELF), field)
+
+    start = used("ru_utime")
+    while used("ru_utime") - start < user_s:
+        sum(i * i for i in range(2000))
+    start, block = used("ru_stime"), bytearray(1 << 20)
+    with open("/dev/zero", "rb", buffering=0) as zero:
+        while used("ru_stime") - start < system_s:
+            for _ in range(20):
+                zero.readinto(block)
+
+
 def hold(mib: int, seconds: float) -> None:
     block = bytearray(mib << 20)
     for i in range(0, len(block), 4096):
@@ -389,6 +412,9 @@ def main() -> None:
         sys.exit(1)
     if args.trap_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    burn(args.burn_user, args.burn_system)
+    for module in args.imports:
+        __import__(module)
     if args.child:
         subprocess.Popen(sleeper)
     if args.escape:

@@ -6,9 +6,11 @@ hyperfine's shapes (github.com/sharkdp/hyperfine, src/export/ and
 src/benchmark/benchmark_result.rs, 1.x): JSON ``{"results": [{command, mean, stddev,
 median, user, system, min, max, times, ...}]}`` in seconds, stddev null for one run; CSV
 columns ``command,mean,stddev,median,user,system,min,max``; Markdown
-``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |``. mcpstart does not measure the
-server's user and system CPU time: those are null (JSON) or empty (CSV); there are no
-``exit_codes`` (a server is shut down, not run to completion).
+``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |``. ``user`` and ``system`` are the
+mean user and system CPU time of the server's whole tree from the spawn to the initialize
+answer (``start_usage``, docs/startup.md), null (JSON) or empty (CSV) where it was not read
+(``--no-attribution``, an older file); there are no ``exit_codes`` (a server is
+shut down, not run to completion).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ def series(results_list, labels=None) -> list[dict]:
             seconds["times"] = [number(t) / 1000 for t in block.get("samples") or []]
         except (AttributeError, KeyError, TypeError):
             continue  # no cold-start series, or not one of numbers
+        cpu = {key: None if (mean := dig(server, f"start_usage.{key}_ms.mean")) is None
+               else number(mean) / 1000 for key in ("user", "system")}
         out.append({"command": header, "mean": seconds["mean"], "stddev": seconds["stddev"],
-                    "median": seconds["median"], "user": None, "system": None,
+                    "median": seconds["median"], "user": cpu["user"], "system": cpu["system"],
                     "min": seconds["min"], "max": seconds["max"], "times": seconds["times"]})
     return out

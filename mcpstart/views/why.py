@@ -1,0 +1,57 @@
+"""``mcpstart why``: the whole breakdown of one server's start from a results file (its
+``start_usage`` and ``imports`` blocks, docs/startup.md), as text, and the short forms the
+table's rows show."""
+
+from __future__ import annotations
+
+from ..results import dig, name_of, servers
+from .table import cpu_split, fmt_ms, other_transport
+
+def why(doc: dict, name: str | None = None) -> str:
+    """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``
+    block when None).
+
+    Raises:
+        ValueError: no such server, or it has neither block (the message says which).
+    """
+    rows = [s for s in servers(doc) if name is None or name_of(s) == name]
+    row = next((s for s in rows if s.get("start_usage") or s.get("imports")), None)
+    if row is None:
+        names = ", ".join(name_of(s) for s in servers(doc))
+        raise ValueError(f"no server {name!r} in the file (it holds {names})" if not rows else
+                         f"{name_of(rows[0])} has no start breakdown "
+                         f"(measured with --no-attribution, or it never started)")
+    lines = [f"{name_of(row)}: cold start median {fmt_ms(dig(row, 'handshake_ms.median'))} ms"]
+    usage = row.get("start_usage")
+    if usage:
+        lines.append(f"  {cpu_split(None, row) or 'CPU unknown'}")
+        lines.append(f"  page faults minor {dig(usage, 'minor_faults.median'):g}, major "
+                     f"{dig(usage, 'major_faults.median'):g}; context switches voluntary "
+                     f"{dig(usage, 'voluntary_switches.median'):g}, involuntary "
+                     f"{dig(usage, 'involuntary_switches.median'):g}; read from storage "
+                     f"{_bytes(dig(usage, 'read_bytes.median'))}")
+        lines.append("  processes (CPU ms, median, by command name):")
+        lines += [f"    {p['name']}: {fmt_ms(p['cpu_ms'])} ("
+                  + ("" if p["user_ms"] is None else
+                     f"user {fmt_ms(p['user_ms'])} + system {fmt_ms(p['system_ms'])}; ")
+                  + f"{p['runs']} runs)" for p in usage["processes"]]
+    imports = row.get("imports")
+    if imports:
+        lines.append(f"  imports: {fmt_ms(imports['import_ms'])} ms of a "
+                     f"{fmt_ms(imports['instrumented_ms'])} ms profiled start "
+                     f"({imports['runs']} runs; unprofiled median "
+                     f"{fmt_ms(imports['uninstrumented_ms'])} ms); the interpreter's own "
+                     f"{fmt_ms(imports['interpreter_ms'])} ms apart")
+        lines.append("  per distribution (ms: cumulative, self, modules):")
+        lines += [f"    {d['name']}: {fmt_ms(d['cumulative_ms'])}, {fmt_ms(d['self_ms'])}, "
+                  f"{d['modules']}" + ("  [HTTP]" if d["http"] else "")
+                  for d in imports["distributions"]]
+        if (found := other_transport(None, row)) is not None:
+            lines.append(f"  imported for another transport: {found}")
+    elif reason := (row.get("not_measured") or {}).get("imports"):
+        lines.append(f"  imports: not measured: {reason}")
+    return "\n".join(lines) + "\n"
+
+
+def _bytes(value) -> str:
+    return "-" if value is None else f"{value / 1024:.0f} KiB"

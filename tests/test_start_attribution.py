@@ -1,0 +1,132 @@
+"""Where a start goes (docs/startup.md), the logic without processes: an import tree summed
+per distribution, the transport finding (and its negative control on an HTTP server), the
+start-usage block, the table's rows, the why view, the hyperfine export's user and system,
+and the switch that turns it all off."""
+
+import json
+
+from click.testing import CliRunner
+
+from mcpstart.cli import main
+from mcpstart.measure import imports, usage
+from mcpstart.measure.settings import Settings
+from mcpstart.views.exports.hyperfine import series
+from mcpstart.views.table import ROW_BY_PATH, cell
+from mcpstart.views.why import why
+
+IMPORTTIME = """\
+import time: self [us] | cumulative | imported package
+import time:       100 |        100 |   _codecs
+import time:       400 |        500 | encodings
+import time:       300 |        300 | site
+import time:      2000 |       2000 |     json.decoder
+import time:      1000 |       3000 |   json
+import time:      5000 |       5000 |     zqwire.proto
+import time:      4000 |      12000 |   framework
+import time:      3000 |       3000 |   sdk.types
+import time:      6000 |      24000 | sdk
+import time:      7000 |       7000 | mytool
+not an import line
+"""
+"""-X importtime's shape: the interpreter's own imports first (encodings, site), then the
+server's: sdk imports json (stdlib), framework (an HTTP package by its classifiers) which
+imports zqwire (an HTTP package under a name no list holds), and sdk.types; then the
+server's own module."""
+
+ENV = {"startup": ["_codecs", "encodings", "site", "sys"],
+       "packages": {"sdk": ["sdk"], "framework": ["framework"], "zqwire": ["zq-wire"]},
+       "classifiers": {"sdk": ["Topic :: Software Development"],
+                       "framework": ["Topic :: Internet :: WWW/HTTP :: HTTP Servers"],
+                       "zq-wire": ["Environment :: Web Environment"]},
+       "stdlib": ["json", "encodings", "site", "_codecs"]}
+
+
+def test_import_tree_is_summed_per_distribution_self_and_cumulative():
+    roots = imports.parse(IMPORTTIME)
+    assert [r["name"] for r in roots] == ["encodings", "site", "sdk", "mytool"]
+    found = imports.attribute(roots, ENV)
+    assert found["interpreter_ms"] == 0.8  # encodings and site: the interpreter's own
+    assert found["import_ms"] == 31.0  # sdk 24 + mytool 7
+    dists = found["distributions"]
+    assert dists["sdk"] == {"self_ms": 9.0, "cumulative_ms": 24.0, "modules": 2}
+    assert dists["framework"] == {"self_ms": 4.0, "cumulative_ms": 12.0, "modules": 1}
+    assert dists["zq-wire"] == {"self_ms": 5.0, "cumulative_ms": 5.0, "modules": 1}
+    assert dists[imports.STDLIB] == {"self_ms": 3.0, "cumulative_ms": 3.0, "modules": 2}
+    assert dists[imports.NOT_INSTALLED] == {"self_ms": 7.0, "cumulative_ms": 7.0, "modules": 1}
+    assert found["http_ms"] == 12.0  # framework, zqwire inside it counted once
+
+
+def _block(transport: str) -> dict:
+    found = imports.attribute(imports.parse(IMPORTTIME), ENV)
+    return imports.block([(40.0, found), (50.0, found), (60.0, found)], ENV, 30.0, transport)
+
+
+def test_transport_finding_names_http_packages_by_classifier_on_a_stdio_server():
+    block = _block("stdio")
+    assert block["instrumented_ms"] == 50.0 and block["uninstrumented_ms"] == 30.0
+    assert block["share"] == 31.0 / 50.0
+    assert [d["name"] for d in block["distributions"][:2]] == ["sdk", "framework"]
+    assert block["other_transport"] == {"distributions": ["framework", "zq-wire"],
+                                        "cumulative_ms": 12.0, "share": 12.0 / 50.0}
+
+
+def test_transport_finding_does_not_fire_on_an_http_server():
+    assert _block("http")["other_transport"] is None
+
+
+def _run(handshake, cpu, warmup=False, names=("sh", "python3")):
+    procs = [{"pid": i, "name": n, "exited": False, "cpu_ms": cpu / len(names),
+              "user_ms": cpu / len(names), "system_ms": 0.0} for i, n in enumerate(names)]
+    figures = {key: 0 for key in usage.FIGURES}
+    return {"handshake": handshake, "warmup": warmup,
+            "usage": {**figures, "cpu_ms": cpu, "user_ms": cpu, "read_bytes": 4096,
+                      "processes": procs}}
+
+
+def test_start_usage_block_medians_share_and_processes_by_name():
+    runs = [_run(100.0, 500.0, warmup=True), _run(100.0, 80.0), _run(200.0, 40.0),
+            _run(100.0, 10.0, names=("python3",))]
+    block = usage.block(runs)
+    assert block["cpu_ms"]["samples"] == [80.0, 40.0, 10.0]
+    assert block["cpu_ms"]["warmup_samples"] == [500.0]
+    assert block["cpu_ms"]["median"] == 40.0
+    assert block["cpu_share"] == 0.2  # median of 0.8, 0.2, 0.1
+    assert block["waiting_share"] == 0.8
+    assert block["processes"] == [
+        {"name": "sh", "runs": 2, "cpu_ms": 30.0, "user_ms": 30.0, "system_ms": 0.0},
+        {"name": "python3", "runs": 3, "cpu_ms": 20.0, "user_ms": 20.0, "system_ms": 0.0}]
+
+
+def _server() -> dict:
+    block = usage.block([_run(100.0, 60.0), _run(100.0, 40.0)])
+    return {"name": "py", "transport": "stdio", "status": "ok",
+            "handshake_ms": {"n": 2, "median": 100.0, "mean": 100.0, "min": 100.0,
+                             "max": 100.0, "stdev": 0.0, "samples": [100.0, 100.0]},
+            "start_usage": block, "imports": _block("stdio")}
+
+
+def test_rows_why_and_hyperfine_show_the_breakdown():
+    server = _server()
+    assert cell(server, ROW_BY_PATH["start_usage.cpu_share"]).startswith("50% CPU, 50% waiting")
+    assert cell(server, ROW_BY_PATH["imports.distributions"]) == "sdk 24.0, framework 12.0, zq-wire 5.00"
+    assert cell(server, ROW_BY_PATH["imports.other_transport"]).startswith(
+        "12.0 ms (24.0% of the profiled start): framework, zq-wire")
+    text = why({"servers": [server]}, "py")
+    assert "sh: 25.0 (user 25.0 + system 0.00; 2 runs)" in text
+    assert "imported for another transport: 12.0 ms" in text
+    doc = {"servers": [server], "environment": {"hostname": "h"}}
+    (result,) = series([doc])
+    assert result["user"] == 0.05 and result["system"] == 0.0
+
+
+def test_no_attribution_switch_reaches_the_settings(monkeypatch):
+    seen = {}
+
+    def job_for(command, kw, settings, *rest):
+        seen["settings"] = settings
+        raise ValueError("stop here")
+
+    monkeypatch.setattr("mcpstart.engine.job_for", job_for)
+    CliRunner().invoke(main, ["measure", "--no-attribution", "--only", "c"])
+    assert seen["settings"].attribution is False
+    assert json.loads(json.dumps(Settings().record("sequential")))["attribution"] is True
