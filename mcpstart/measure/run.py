@@ -140,11 +140,17 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     on_update(results)
     spawned = [s for s in live if s.command is not None]
     _cold_starts(spawned, steps, settings, order, results, progress, on_update, "handshake")
-    if settings.attribution:  # after the counted starts: profiling slows what it profiles
-        for server in [s for s in spawned if not s.never_started and imports.applies(s)]:
+    for server in [s for s in spawned if not s.never_started]:
+        if not settings.attribution:
+            for block in ("imports", "start_usage"):
+                server.row.skip_block(block, "--no-attribution")
+        elif not imports.applies(server):
+            server.row.skip_block("imports", "profiled for stdio servers whose tree runs a "
+                                             "Python interpreter only")
+        else:  # after the counted starts: profiling slows what it profiles
             progress(Step(f"{server.row.name}: import profile", "cold start", server.row.name))
             imports.measure(server, settings)
-        on_update(results)
+            on_update(results)
     for index, server in enumerate(live, 1):
         if not server.never_started:
             progress(Step(f"[{index}/{len(live)}] {server.row.name}: {steps.labels['matrix']}",

@@ -31,15 +31,17 @@ SERIES = {**{m: "time" for m in (
 
 SINGLES = {**{f"memory.{m}": "memory" for m in ("idle_pss_bytes", "idle_uss_bytes",
                                                  "idle_rss_bytes", "peak_rss_bytes_payload")},
-           **{f"footprint.{m}": "footprint" for m in ("artifact_bytes", "dev_tree_bytes",
-                                                       "dependency_count")},
+           **{f"footprint.{m}": "footprint" for m in ("artifact_bytes", "dependency_count")},
+           "footprint.dev_tree_bytes": None,
            **{m: "tools" for m in ("tools.list_bytes", "tools.tokens.count",
                                    "instructions.bytes", "instructions.tokens")},
            "http.sessions_leak.bytes_per_session": None,
            **{f"http.load.{s}.rps": "load" for s in ("session", "calls", "rate")}}
 """Single values per server -> family, compared by their change against the family's
 threshold ("no test"; memory within MEMORY_NOISE_PCT is noise); None: shown, not gated (the
-sessions' memory slope: a fit over one run, with no noise rule yet)."""
+sessions' memory slope: a fit over one run, with no noise rule yet; the build tree: what a
+build wrote beside what ships, lock files and caches, which the artifact and the dependency
+count already gate)."""
 
 LOWER_IS_WORSE = {f"http.load.{s}.rps" for s in ("session", "calls", "rate")}
 """Metrics that regress by falling (throughput); every other one regresses by rising."""
