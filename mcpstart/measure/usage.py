@@ -1,6 +1,8 @@
 """Where a cold start's time goes, for every server: the resource usage of the server's whole
-tree (transports/tree.py's set) from the spawn to the initialize answer, so a start that
-computes is told apart from one that waits (I/O, a network lookup, a sleep).
+tree (transports/tree.py's set) from the spawn to the cold start's last answer (initialize,
+then tools/list and the first call where they run: read after them, so that no timed phase
+follows the read), so a start that computes is told apart from one that waits (I/O, a network
+lookup, a sleep).
 
 Read once per cold start, right after the answer's timestamp is taken (never inside a timed
 wait): each live member from /proc (proc(5): ``stat`` for its CPU time and page faults plus
@@ -29,7 +31,7 @@ the live threads' run time), since /proc/pid/stat counts in clock ticks (TICK_MS
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 """One clock tick, the unit of /proc/pid/stat's CPU times (proc(5): ``sysconf(_SC_CLK_TCK)``)."""
 CPU = ("cpu_ms", "user_ms", "system_ms")
-WINDOW = "spawn to the initialize answer, whole tree"
+WINDOW = "spawn to the cold start's last answer (initialize, tools/list, first call), whole tree"
 
 
 def _stat(pid: int) -> dict:
@@ -97,7 +99,7 @@ def live_usage(pid: int) -> dict | None:
 
 
 def at_answer(processes: ProcessSet | None) -> dict | None:
-    """The tree's usage so far, called right after the initialize answer was stamped.
+    """The tree's usage so far, called right after the cold start's last answer.
 
     Returns:
         ``{FIGURES..., processes: [{pid, name, exited, FIGURES...}]}`` (ms, counts, bytes):

@@ -7,8 +7,8 @@ src/benchmark/benchmark_result.rs, 1.x): JSON ``{"results": [{command, mean, std
 median, user, system, min, max, times, ...}]}`` in seconds, stddev null for one run; CSV
 columns ``command,mean,stddev,median,user,system,min,max``; Markdown
 ``| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |``. ``user`` and ``system`` are the
-mean user and system CPU time of the server's whole tree from the spawn to the initialize
-answer (``start_usage``, docs/startup.md), null (JSON) or empty (CSV) where it was not read
+mean user and system CPU time of the server's whole tree from the spawn to the cold start's
+last answer (``start_usage``, docs/startup.md), null (JSON) or empty (CSV) where it was not read
 (``--no-attribution``, an older file); there are no ``exit_codes`` (a server is
 shut down, not run to completion).
 """
