@@ -286,12 +286,7 @@ class ScriptedHttpTransport(HttpTransport):
         return ""
 
     def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
-        if self.session_id is not None and self._exit is None:
-            self.end_session(min(grace_s, 1.0))
-        for conn in self._connections:
-            conn.close()
-        self._connections.clear()
-        self._queue.clear()
+        self._leave(grace_s, self._exit is not None)
         self.lifetime_s = self.now_s
         if self._exit is not None:
             return Ended("already_exited", 0.0, self._exit.code)

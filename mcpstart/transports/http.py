@@ -1032,18 +1032,24 @@ class HttpTransport(Transport):
         text = os.pread(self._log, LOG_TAIL_BYTES, max(size - LOG_TAIL_BYTES, 0))
         return text.decode("utf-8", errors="replace")
 
+    def _leave(self, grace_s: float, exited: bool) -> None:
+        """The client's part of a shutdown: the session ended (DELETE, at most
+        ``min(grace_s, 1)`` s) unless the server has ``exited``, every connection closed and
+        nothing left queued."""
+        if self.session_id is not None and not exited:
+            self.end_session(min(grace_s, 1.0))
+        for conn in self._connections:
+            conn.close()
+        self._connections.clear()
+        self._queue.clear()
+
     def shutdown(self, grace_s: float, kill_wait_s: float | None = None) -> Ended:
         """End the session (DELETE, at most ``min(grace_s, 1)`` s), close the connections,
         then end the spawned server: SIGTERM to its process set and wait ``grace_s``, SIGKILL
         and wait ``kill_wait_s`` (default ``grace_s``). ``Ended.ms`` runs from the SIGTERM
         to the last exit; ``how`` is "sigterm" for a server that ended on it, "closed" for a
         URL (nothing of it is mcpstart's to end)."""
-        if self.session_id is not None and self._exited_ns is None:
-            self.end_session(min(grace_s, 1.0))
-        for conn in self._connections:
-            conn.close()
-        self._connections.clear()
-        self._queue.clear()
+        self._leave(grace_s, self._exited_ns is not None)
         if self.command is None:
             return Ended("closed", 0.0)
         if not self.pid:
