@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
+from mcpstart.measure.run import NOTIFICATION_FLOOD
 from scripted import GoodServer, Out, line
 
 TIMEOUT_S = 60.0
@@ -201,11 +202,12 @@ KINDS = [
     Kind("close_stdin", "process", "failed", "closed its stdin",
          lambda reply, _m: [Out("close_stdin"), _out(line(reply))], ("initialize",)),
     Kind("sleep_past_timeout", "process", "timeout", "no answer to", _sleep),
+    # about 300 KiB of stderr: several times a Linux pipe's 64 KiB buffer (pipe(7))
     Kind("stderr_flood", "process", "accepted", None,
-         lambda reply, _m: [Out("stderr", b"debug: " + b"y" * 200 + b"\n") for _ in range(5000)]
+         lambda reply, _m: [Out("stderr", b"debug: " + b"y" * 200 + b"\n") for _ in range(1500)]
          + [_out(line(reply))]),
     Kind("notification_flood", "process", "warned", "notifications in all",
-         _notifications(3000, "notifications/message", {"level": "debug", "data": "tick"})),
+         _notifications(NOTIFICATION_FLOOD, "notifications/message", {"level": "debug", "data": "tick"})),
     Kind("unknown_progress", "process", "warned", "progressToken mcpstart never sent",
          _notifications(5, "notifications/progress", {"progressToken": "t-9", "progress": 1})),
     Kind("asks_ping", "process", "accepted", None, _server_request("ping")),
