@@ -24,6 +24,13 @@ from mcpstart.transports.session import Session, SessionError, Waits
 from mcpstart.transports.stdio import StdioTransport
 
 FAKE = Path(__file__).parent / "fakes" / "fake_server.py"
+PYTHON = (sys.executable, "-S")
+"""The interpreter that runs the fakes (tests/fakes/), which use the standard library only:
+without the site module, whose .pth files (an environment's certificate bundle, editable
+installs) can cost several times a bare interpreter's start, and the tests start fakes
+hundreds of times."""
+PYTHON_LINE = " ".join(PYTHON)
+"""PYTHON as the start of a shell command line."""
 BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
 REQUIRE_ALL = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 
@@ -154,7 +161,7 @@ def benchmark(name: str):
 
 def fake_command(*switches: str, env: dict | None = None) -> Command:
     """A Command spawning tests/fakes/fake_server.py with ``switches``."""
-    return Command([sys.executable, str(FAKE), *switches], None, env or {})
+    return Command([*PYTHON, str(FAKE), *switches], None, env or {})
 
 
 def toy_recipe() -> dict:

@@ -18,7 +18,7 @@ from mcpstart.transports.http import HttpTransport
 from mcpstart.transports.session import Session
 from mcpstart.wire import UNICODE_CHECK, ToolCall, initialize_request
 
-from conftest import fast
+from conftest import PYTHON, fast
 from mutations import Mutation, MutatedServer
 from scripted import GoodServer, Out, Spawner, line
 
@@ -83,7 +83,7 @@ def test_invalid_utf8_in_the_tool_result_is_named_by_offset_and_bytes():
 
 
 def http_session(*switches: str) -> Session:
-    command = Command([sys.executable, str(FAKE_HTTP), "--port", "{port}", *switches])
+    command = Command([*PYTHON, str(FAKE_HTTP), "--port", "{port}", *switches])
     session = Session.start(HttpTransport(command), initialize_request("2025-11-25"),
                             wait_s=10, waits=fast().waits)
     session.wait(1, 10)

@@ -19,7 +19,7 @@ from mcpstart.command import Command
 from mcpstart.transports.session import (Exited, FramingError, NoAnswer, Session,
                                     SessionError, Traffic)
 
-from conftest import FAKE, FAST, fast, start
+from conftest import FAKE, FAST, PYTHON_LINE, fast, start
 from scripted import Spawner, Timed
 
 REV = "2025-11-25"
@@ -177,7 +177,7 @@ def test_unflushed_stdout_is_diagnosed(fake):
 
 # 9. wrapper chains, inner process ignores SIGTERM
 def test_shell_wrapper_tree_is_reclaimed():
-    inner = f"{sys.executable} {FAKE} --trap-term --ignore-eof"
+    inner = f"{PYTHON_LINE} {FAKE} --trap-term --ignore-eof"
     session = open_session(Command(["sh", "-c", inner]))
     try:
         session.wait(1, 10)
@@ -191,7 +191,7 @@ def test_shell_wrapper_tree_is_reclaimed():
 
 
 def test_tree_memory_is_summed_per_process():
-    row, _, error = session_row(Command(["sh", "-c", f"{sys.executable} {FAKE} --child"]))
+    row, _, error = session_row(Command(["sh", "-c", f"{PYTHON_LINE} {FAKE} --child"]))
     assert error is None
     memory = row.memory
     names = sorted(p["name"] for p in memory["processes"])

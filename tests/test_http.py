@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import fast, unavailable
+from conftest import PYTHON, fast, unavailable
 from mcpstart.command import Command
 from mcpstart.engine import job_for, measure
 from mcpstart.measure import load
@@ -31,7 +31,7 @@ MIB = 1 << 20
 
 
 def fake(*switches: str) -> Command:
-    return Command([sys.executable, str(FAKE), "--port", "{port}", *switches])
+    return Command([*PYTHON, str(FAKE), "--port", "{port}", *switches])
 
 
 def started(*switches: str, timeout_s: float = 10) -> Session:

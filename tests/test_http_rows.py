@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fake_command, fast, unavailable
+from conftest import PYTHON_LINE, fake_command, fast, unavailable
 from mcpstart.engine import job_for, measure
 from mcpstart.measure import load
 from mcpstart.measure.client import NO_TOOL
@@ -42,7 +42,7 @@ def two_rows(tmp_path_factory):
     reverse_text; ``limited`` refuses bodies over 4 MiB with 413. Load 1 s per scenario."""
     if load.engine_version() is None:
         unavailable("Locust is not installed (pip install 'mcpstart[http]')")
-    fake = f"{sys.executable} {FAKE} --port {{port}} --path /rpc"
+    fake = f"{PYTHON_LINE} {FAKE} --port {{port}} --path /rpc"
     outcome, rows = measured(tmp_path_factory.mktemp("rows"), (
         f"bare={fake} --no-reverse-tool", f"limited={fake} --max-body {4 * MIB}"), "/rpc",
         load_s=1.0, load_users=2, load_timeout_s=2.0, load_rate=4.0)
@@ -166,7 +166,7 @@ def test_a_call_with_no_or_numeric_arguments_works(transport, call):
 def test_a_numeric_call_is_the_one_of_every_http_step(tmp_path):
     """--call count --args '{"n": 30}' over HTTP: the cold start's first call, the round
     trips and the full sessions all call it (the fake answers a string n with an error)."""
-    _, rows = measured(tmp_path, (f"other={sys.executable} {FAKE} --port {{port}} "
+    _, rows = measured(tmp_path, (f"other={PYTHON_LINE} {FAKE} --port {{port}} "
                                   "--no-reverse-tool",), call=ToolCall("count", {"n": 30}))
     row = rows["other"]
     assert row["status"] == "ok", row["reason"]

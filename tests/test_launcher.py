@@ -11,15 +11,15 @@ from mcpstart.command import Command
 from mcpstart.measure import launcher, run
 from mcpstart.results import ServerResult
 
-from conftest import FAKE, fast
+from conftest import FAKE, PYTHON, PYTHON_LINE, fast
 
 SLEEP_S = 0.3
 MIB = 1 << 20
-NPX = f"""#!{sys.executable}
+NPX = f"""#!{PYTHON_LINE}
 import os, subprocess, sys, time
 if os.environ.get("npm_config_offline") != "true":
     time.sleep({SLEEP_S})  # asks the registry on every start
-sys.exit(subprocess.call([sys.executable, {str(FAKE)!r}]))
+sys.exit(subprocess.call([*{PYTHON!r}, {str(FAKE)!r}]))
 """
 
 
@@ -34,12 +34,12 @@ def measure(argv: list[str], runs: int, cwd: str | None = None):
 @pytest.mark.e2e  # a real timing: a real shell chain's cost, read from live starts
 @pytest.mark.parametrize("exec_", [False, True], ids=["child", "exec"])
 def test_a_shell_chain_costs_what_it_was_built_to_cost(exec_, tmp_path):
-    script = f"sleep {SLEEP_S}; {'exec ' if exec_ else ''}{sys.executable} {FAKE}"
+    script = f"sleep {SLEEP_S}; {'exec ' if exec_ else ''}{PYTHON_LINE} {FAKE}"
     row, results = measure(["sh", "-c", script], runs=5, cwd=str(tmp_path))
     assert row.status == "ok", row.reason
     block = row.launcher
     assert block["kind"] == "sh -c" and block["reason"] is None
-    assert block["argv"] == [sys.executable, str(FAKE)] and block["cwd"] == str(tmp_path)
+    assert block["argv"] == [*PYTHON, str(FAKE)] and block["cwd"] == str(tmp_path)
     assert block["direct_ms"]["n"] == block["overhead_ms"]["n"] == 5
     # the sleep, plus a shell and a sleep process: near the construction (a loaded machine
     # slows either series of a round, so the median difference may fall a little short)
@@ -66,7 +66,7 @@ def test_a_launcher_that_asks_the_network_on_every_start_is_found(tmp_path):
     row, results = measure([str(npx), "-y", "fake-server"], runs=5)
     assert row.status == "ok", row.reason
     block = row.launcher
-    assert block["kind"] == "npx" and block["argv"] == [sys.executable, str(FAKE)]
+    assert block["kind"] == "npx" and block["argv"] == [*PYTHON, str(FAKE)]
     assert block["offline_env"] == ["npm_config_offline"]
     assert block["offline_ms"]["n"] == block["network_ms"]["n"] == 5
     assert SLEEP_S * 1000 - 100 <= block["network_ms"]["median"] <= SLEEP_S * 1000 + 200
@@ -79,7 +79,7 @@ def test_a_launcher_that_asks_the_network_on_every_start_is_found(tmp_path):
 
 def test_a_launcher_whose_server_cannot_be_read_says_so(monkeypatch):
     monkeypatch.setattr(launcher, "holds_write_end", lambda pid, inode: False)
-    row, _ = measure(["sh", "-c", f"{sys.executable} {FAKE}"], runs=1)
+    row, _ = measure(["sh", "-c", f"{PYTHON_LINE} {FAKE}"], runs=1)
     assert row.launcher["argv"] is None and "holds the server's stdout" in row.launcher["reason"]
     assert "cannot be resolved" in row.not_measured["launcher.overhead_ms"]
     assert os.path.basename(row.command["argv"][0]) == "sh"

@@ -16,7 +16,7 @@ import pytest
 from mcpstart.measure.page_cache import (PSEUDO_ROOTS, evict, mapped_files, resident_bytes,
                                     server_files)
 
-from conftest import unavailable
+from conftest import PYTHON_LINE, unavailable
 
 MIB = 1024 * 1024
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
@@ -251,7 +251,7 @@ def test_a_server_whose_cold_cache_start_fails_runs_no_uncached_cold_starts(tmp_
     from mcpstart.cli import main
 
     marker, out = tmp_path / "started-once", tmp_path / "r.json"
-    script = f'test -e {marker} || {{ touch {marker}; exit 1; }}; exec {sys.executable} {FAKE}'
+    script = f'test -e {marker} || {{ touch {marker}; exit 1; }}; exec {PYTHON_LINE} {FAKE}'
     result = CliRunner().invoke(main, ["measure", "--runs", "1", "--warmup", "0", "--cache-state",
                                        "cold", "-o", str(out), "--", "sh", "-c", script])
     assert result.exit_code == 1, result.output

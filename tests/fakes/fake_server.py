@@ -113,7 +113,7 @@ args = parser.parse_args()
 out = os.fdopen(1, "wb", buffering=1 << 30 if args.no_flush else 0)
 inp = os.fdopen(0, "rb", buffering=0)
 end = b"\r\n" if args.crlf else b"\n"
-sleeper = [sys.executable, "-c",
+sleeper = [sys.executable, "-S", "-c",
            "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"]
 
 
@@ -203,11 +203,11 @@ REPLIES = {m: json.loads(j) for m, _, j in (r.partition("=") for r in args.reply
 RAW = {m: text for m, _, text in (r.partition("=") for r in args.raw)}
 LARGE = 100_000
 state = {"first": None, "helper": None}
-holder = [sys.executable, "-c",
+holder = [sys.executable, "-S", "-c",
           "import sys,time,signal; signal.signal(signal.SIGTERM, signal.SIG_IGN) "
           "if len(sys.argv) > 2 else None; b = bytearray(int(sys.argv[1]) << 20); "
           "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; time.sleep(600)"]
-short_holder = [sys.executable, "-c",
+short_holder = [sys.executable, "-S", "-c",
                 "import sys,time; b = bytearray(int(sys.argv[1]) << 20); "
                 "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; time.sleep(0.3)"]
 
