@@ -23,20 +23,21 @@ SCRIPTS = {(): Fake, ("--need-env", "FOO_API_KEY"): NeedsEnv, ("--banner",): Ban
 @pytest.fixture
 def scripted(monkeypatch):
     """Commands measure the recipes' servers as scripted ones, chosen by the switches after
-    ``python3 .../fake_server.py``."""
-    spawner = Spawner(SCRIPTS, key=lambda command: tuple(command.argv[2:]))
+    ``python3 -S .../fake_server.py``."""
+    spawner = Spawner(SCRIPTS, key=lambda command: tuple(command.argv[3:]))
     monkeypatch.setattr("mcpstart.measure.settings.BASE", fast(spawner=spawner))
     yield spawner
     assert spawner.made, "no server was spawned through the scripted spawner"
 
 def repo(tmp_path: Path, servers: dict[str, list[str]], steps: list | None = None) -> Path:
-    """Recipes named after ``servers``' keys, each running the fake server with the switches."""
+    """Recipes named after ``servers``' keys, each running the fake server with the switches
+    (without the site module: conftest.PYTHON)."""
     for name, switches in servers.items():
         recipe = toy_recipe()
         recipe.update(source="servers/fake", sources=["fake_server.py", "requirements.txt"],
                       tool_file="fake_server.py")
-        recipe["build"]["steps"] = steps or [["python3", "-m", "py_compile", "fake_server.py"]]
-        recipe["run"]["argv"] = ["python3", "{src}/fake_server.py", *switches]
+        recipe["build"]["steps"] = steps or [["python3", "-S", "-m", "py_compile", "fake_server.py"]]
+        recipe["run"]["argv"] = ["python3", "-S", "{src}/fake_server.py", *switches]
         recipe["dependencies"]["lock"] = "{src}/requirements.txt"
         write_recipe(tmp_path, name, recipe, {"fake_server.py": FAKE.read_text(),
                                               "requirements.txt": "fake==0\n"})
@@ -64,7 +65,7 @@ def test_failing_server_is_a_row_and_the_others_are_kept(scripted, tmp_path):
     assert rows["good"]["footprint"]["lock_count"] == 1
     assert rows["good"]["footprint"]["dependency_count"] is None  # the toy build has no venv
     assert any("no site-packages under" in w["detail"] for w in rows["good"]["warnings"])
-    assert rows["good"]["command"]["argv"][1].endswith("/src/fake_server.py")
+    assert rows["good"]["command"]["argv"][2].endswith("/src/fake_server.py")
     assert rows["needs-key"]["status"] == "failed"
     assert "exited with code 1" in rows["needs-key"]["reason"]
     assert "FOO_API_KEY not set" in rows["needs-key"]["reason"]
