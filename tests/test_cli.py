@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from mcpstart.cli import main
 
-from conftest import FAKE, fast, toy_recipe, write_recipe
+from conftest import FAKE, PYTHON, PYTHON_LINE, fast, toy_recipe, write_recipe
 from scripted import Banner, Fake, NeedsEnv, Spawner
 
 SCRIPTS = {(): Fake, ("--need-env", "FOO_API_KEY"): NeedsEnv, ("--banner",): Banner}
@@ -300,7 +300,7 @@ def test_help_imports_nothing_heavy():
 
 
 def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(tmp_path):
-    modern = f"modern=python3 {FAKE} --discover 2026-07-28 --reject-initialize -32022"
+    modern = f"modern={PYTHON_LINE} {FAKE} --discover 2026-07-28 --reject-initialize -32022"
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--server", modern])
     assert result.exit_code == 0, result.output
     lines = [l for l in result.stdout.splitlines() if l.startswith("| modern")]
@@ -326,7 +326,7 @@ def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(t
 
 def test_revisions_takes_a_command_after_double_dash():
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--",
-                                       "python3", str(FAKE), "--discover", "2026-07-28"])
+                                       *PYTHON, str(FAKE), "--discover", "2026-07-28"])
     assert result.exit_code == 0, result.output
     assert "- python3: era dual; supported revisions" in result.stdout
 
@@ -336,7 +336,7 @@ def test_a_call_missing_required_arguments_fails_early_saying_args(tmp_path):
     result = CliRunner().invoke(main, ["measure", "--runs", "1", "--warmup", "0",
                                        "--round-trips", "0", "-o", str(out), "--call",
                                        "reverse_text", "--args", '{"other": "{payload}"}',
-                                       "--", "python3", str(FAKE)])
+                                       "--", *PYTHON, str(FAKE)])
     assert result.exit_code == 1
     row = json.loads(out.read_text())["servers"][0]
     assert row["reason"] == ("tools/call reverse_text: the tool requires text, which the call "

@@ -18,7 +18,7 @@ from mcpstart.targets.build import build_key
 from mcpstart.targets.recipes import RecipeError, load_recipe
 from mcpstart.targets.releases import Release
 
-from conftest import FAKE, toy_recipe, write_recipe
+from conftest import FAKE, PYTHON, toy_recipe, write_recipe
 
 SERVER = f"""import pathlib, runpy, sys
 delay = (pathlib.Path(__file__).parent / "delay.txt").read_text().strip()
@@ -36,7 +36,7 @@ def toy(tmp_path):
     recipe = toy_recipe()
     recipe.update(sdk_version="1.0.0", sources=["server.py", "delay.txt"])
     recipe["build"] = {"steps": [[sys.executable, "-c", "open('delay.txt', 'w').write('0')"]]}
-    recipe["run"] = {"argv": [sys.executable, "{src}/server.py"]}
+    recipe["run"] = {"argv": [*PYTHON, "{src}/server.py"]}
     recipe["dependencies"] = {"method": "none", "lock": "{src}/delay.txt"}
     recipe["versions"] = {
         "package": "toy-sdk", "registry": "pypi", "list": ["pip", "index", "versions", "{package}"],
@@ -234,7 +234,7 @@ def test_an_old_python_sdk_release_builds_with_the_dependencies_of_its_day(tmp_p
     result = CliRunner().invoke(main, [
         "measure", "--recipes", str(recipes),  # mcpstart's build cache: reused across runs
         "--sdk", "python=2.1.1", "--only", "python@2.1.1", "--runs", "1", "--warmup", "0",
-        "--round-trips", "0", "-o", str(out)])
+        "--round-trips", "0", "--no-attribution", "-o", str(out)])
     assert result.exit_code == 0, result.output
     [row] = json.loads(out.read_text())["servers"]
     source = row["sdk_source"]
