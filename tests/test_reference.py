@@ -28,7 +28,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).parent.parent
 RECIPES = ROOT / "build-recipes"
 MIB = 1024 * 1024
-RUNS, WARMUP = 2, 1
+RUNS, WARMUP = 3, 1
 REQUIRED = os.environ.get("MCPSTART_REQUIRE_ALL") == "1"
 SDKS = ("go", "java", "python", "rust", "typescript")
 NAMES = ("c", *SDKS)
