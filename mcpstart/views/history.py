@@ -140,6 +140,7 @@ def _by_version(fig, data: dict) -> None:
                    len(gone) == len(rows))
             if line == 0:
                 ax.set_title(language, fontsize=10)
+        axes[-1][column].set_xlabel("SDK version", fontsize=8)
     entries = [("SDK variants (registry, checkout)", "o", "-", VARIANT),
                ("the recipe's locked default build", "*", "", DEFAULT)]
     _legend(fig, entries + ([("not measured", "x", "", MISSING)] if missed else []))
@@ -158,7 +159,8 @@ def _by_run(fig, docs: list[dict], labels: list[str]) -> None:
                                 color=colors[name]))
         missed = missed or bool(gone)
         _frame(ax, labels, _ylabel(path, ylabel, level), gone == len(data) * len(docs))
-    axes[0].set_title("Across runs, oldest first", fontsize=10)
+    axes[0].set_title("Across runs", fontsize=10)
+    axes[-1].set_xlabel("run, in the order made", fontsize=8)
     _legend(fig, [(name, "o", "-", color) for name, color in colors.items()]
             + ([("not measured", "x", "", MISSING)] if missed else []))
 
