@@ -414,6 +414,24 @@ def plot(results_files, output, kind) -> None:
     _progress(f"wrote {output}")
 
 
+@main.command(short_help="Write one self-contained HTML report of results files.",
+              epilog="\b\nExample, two runs in one page for release notes:\n"
+                     "  mcpstart html @-1 mcpstart-results.json -o report.html")
+@click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
+@apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
+           help="The HTML file to write."),
+       opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."))
+def html(results_files, output, labels) -> None:
+    """Write one HTML file that opens offline (default: mcpstart-results.json here; @-1,
+    @N: a stored run): the table, each file's plots (the "plot" extra), the warnings, the
+    raw samples and the machine, all inside the file. `report --format html` is the table
+    alone. Exit status 2 for a file that cannot be read or written."""
+    from .views.page import write
+
+    _input(write, _load(results_files or [defaults.OUTPUT], "html"), output, list(labels) or None)
+    _progress(f"wrote {output}")
+
+
 @main.command(short_help="Check the toolchains and what this machine gives mcpstart.",
               epilog="\b\nExample, before a CI job that needs every server:\n"
                      "  mcpstart doctor --require-all && mcpstart measure --require-all")
