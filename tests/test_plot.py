@@ -27,7 +27,7 @@ from matplotlib.text import Text  # noqa: E402
 
 from mcpstart.cli import main  # noqa: E402
 from mcpstart.results import dig  # noqa: E402
-from mcpstart.views.plot import figure, noisy, save  # noqa: E402
+from mcpstart.views.plot import figure, noisy  # noqa: E402
 from test_views import results  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "plots"
