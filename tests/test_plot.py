@@ -202,8 +202,8 @@ def test_a_file_without_pss_falls_back_to_rss_and_says_so():
         for holder in [row.get("memory") or {}, *(row.get("memory") or {}).get("processes", [])]:
             holder.pop("idle_pss_bytes", None)
     fig = figure(doc, "memory")
-    assert fig.axes[0].get_title().startswith("Idle memory: RSS")
-    legible(fig)
+    assert fig.axes[0].get_title() == "Idle memory: RSS, stacked per process"
+    assert any(ax.get_xlabel().startswith("MiB (RSS of the process tree)") for ax in fig.axes)
 
 
 def test_http_draws_the_cold_start_and_each_load_figure_on_its_own_axis():

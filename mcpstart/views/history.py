@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..results import dig, name_of, number_or_none, servers
 from ..targets.releases import version_key
-from .table import MIB
+from .table import MIB, level_text
 
 METRICS = (("handshake_ms.median", "cold start (ms)", 1.0),
            ("memory.idle_pss_bytes", "idle PSS (MiB)", MIB),
@@ -62,8 +62,6 @@ def runs_data(docs: list[dict]) -> dict[str, list[dict | None]]:
 
 
 def _level(rows) -> str:
-    from .plot import level_text
-
     return level_text([b for r in rows if r is not None
                        and isinstance(b := dig(r, "handshake_ms"), dict)])
 
@@ -165,22 +163,21 @@ def _by_run(fig, docs: list[dict], labels: list[str]) -> None:
             + ([("not measured", "x", "", MISSING)] if missed else []))
 
 
-def draw(fig, docs: list[dict], labels=None) -> None:
+def draw(fig, docs: list[dict], labels=None, width: float = 8.0) -> None:
     """The panels on ``fig`` (module doc): against the SDK version for one file, against the
-    run for several (``labels``: one per file, default "1", "2" ...). Sets the figure's size.
+    run for several (``labels``: one per file, default "1", "2" ...). Sets the figure's size:
+    ``width`` inches at least, 3 more a language past two.
 
     Raises:
         ValueError: one file and no language has two versions in it; labels not one per file.
     """
-    from .plot import WIDTH
-
     if len(docs) > 1:
         labels = [str(i + 1) for i in range(len(docs))] if labels is None else list(labels)
         if len(labels) != len(docs):
             raise ValueError(f"{len(labels)} label(s) for {len(docs)} file(s): give one per file")
         order = sorted(range(len(docs)), key=lambda i: str(docs[i].get("created")))
         docs, labels = [docs[i] for i in order], [labels[i] for i in order]
-        fig.figure.set_size_inches(WIDTH, 1.6 * len(METRICS) + 1.2 + 0.15 * len(runs_data(docs)))
+        fig.figure.set_size_inches(width, 1.6 * len(METRICS) + 1.2 + 0.15 * len(runs_data(docs)))
         _by_run(fig, docs, labels)
         return
     data = history_data(docs[0])
@@ -188,5 +185,5 @@ def draw(fig, docs: list[dict], labels=None) -> None:
         raise ValueError("nothing to plot: --kind history needs a language measured at two "
                          "SDK versions or more (measure --sdk LANG=A..B), or several results "
                          "files (the stored runs)")
-    fig.figure.set_size_inches(max(WIDTH, 3 * len(data) + 1.5), 1.6 * len(METRICS) + 1.5)
+    fig.figure.set_size_inches(max(width, 3 * len(data) + 1.5), 1.6 * len(METRICS) + 1.5)
     _by_version(fig, data)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..results import dig, documents, is_floor, name_of, number_or_none, servers
 from ..stats import summarize
-from .table import MIB, fmt_ms, payload_size
+from .table import MIB, fmt_ms, level_text, payload_size
 
 SPLIT = 20
 """A panel holds servers whose values lie within this ratio; a larger span splits the chart."""
@@ -66,16 +66,6 @@ def _series(doc: dict, path: str) -> list[tuple[str, dict]]:
     """(name, stats block) of each server with a median at ``path`` (a stats.summarize block)."""
     return [(name_of(s), block) for s in servers(doc)
             if isinstance(block := dig(s, path), dict) and number_or_none(block.get("median")) is not None]
-
-
-def level_text(blocks) -> str:
-    """The confidence level of the medians' intervals: "96.9%", "≥ 75%" where they differ,
-    "" where none has an interval."""
-    levels = {lv for b in blocks if number_or_none(lv := b.get("ci_level")) is not None
-              and number_or_none(b.get("ci_low")) is not None}
-    if not levels:
-        return ""
-    return f"{min(levels) * 100:.3g}%" if len(levels) == 1 else f"≥ {min(levels) * 100:.3g}%"
 
 
 def _memory_data(doc: dict) -> tuple[str, list[tuple[str, list[tuple[str, float]]]],
@@ -417,7 +407,7 @@ def figure(results, kind: str | None = None, labels=None):
 
         fig = Figure(figsize=(WIDTH, 1), layout="constrained")
         FigureCanvasAgg(fig)
-        history.draw(fig.subfigures(1, 1), docs, labels)
+        history.draw(fig.subfigures(1, 1), docs, labels, WIDTH)
         names = labels or [str(i + 1) for i in range(len(docs))]
         mark(fig, "; ".join(f"{name}: {text}" if len(docs) > 1 else text
                             for name, d in zip(names, docs) if (text := noisy(d))) or None)
