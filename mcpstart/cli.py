@@ -385,17 +385,50 @@ def why(results_file, name) -> None:
 
 @main.command(short_help="Draw charts of a results file (PNG or SVG).",
               epilog="\b\nExample:\n  mcpstart plot r.json -o cold.svg --kind cold-start")
-@click.argument("results_file", default=defaults.OUTPUT, type=click.Path(dir_okay=False))
+@click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
        opt("--kind", type=click.Choice(PLOT_KINDS), help="One chart (default: all it can)."))
-def plot(results_file, output, kind) -> None:
-    """Draw charts of a results file: cold start per server (median, min to max, the floor
-    as a line), memory (idle per process, peak), footprint, an all-at-once start's
-    timeline; history: each metric against the SDK version of --sdk variants."""
+def plot(results_files, output, kind) -> None:
+    """Draw charts of a results file (default: mcpstart-results.json here; @-1, @N: a
+    stored run): cold start per server (each run, the median and its confidence interval),
+    memory (idle PSS per process, peak), footprint, an all-at-once start's timeline, HTTP
+    (cold start, load); history: each metric against the SDK version of --sdk variants in
+    one file, or across several files (default: every stored run, then the last)."""
+    from pathlib import Path
+
+    from .runs import stored
     from .views.plot import write
 
-    _input(write, _load([results_file], "plot")[0], kind, output)
+    if len(results_files) > 1 and kind != "history":
+        raise click.UsageError("several results files are drawn by --kind history only")
+    labels = list(results_files) or None
+    if not results_files and kind == "history":
+        runs = [str(p) for p in stored()]
+        last = [defaults.OUTPUT] if Path(defaults.OUTPUT).exists() else []
+        results_files = runs + last
+        labels = [f"@{Path(p).stem.lstrip('0')}" for p in runs] + ["last"] * len(last)
+    results = _load(results_files or [defaults.OUTPUT], "plot")
+    _input(write, results if len(results) > 1 else results[0], kind, output,
+           labels if len(results) > 1 else None)
+    _progress(f"wrote {output}")
+
+
+@main.command(short_help="Write one self-contained HTML report of results files.",
+              epilog="\b\nExample, two runs in one page for release notes:\n"
+                     "  mcpstart html @-1 mcpstart-results.json -o report.html")
+@click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
+@apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
+           help="The HTML file to write."),
+       opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."))
+def html(results_files, output, labels) -> None:
+    """Write one HTML file that opens offline (default: mcpstart-results.json here; @-1,
+    @N: a stored run): the table, each file's plots (the "plot" extra), the warnings, the
+    raw samples and the machine, all inside the file. `report --format html` is the table
+    alone. Exit status 2 for a file that cannot be read or written."""
+    from .views.page import write
+
+    _input(write, _load(results_files or [defaults.OUTPUT], "html"), output, list(labels) or None)
     _progress(f"wrote {output}")
 
 

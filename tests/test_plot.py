@@ -1,138 +1,304 @@
-"""Plots of synthetic results files: what each chart draws, its scales and labels, the files."""
+"""Plots, looked at as a reader would: every kind drawn from four stored results files
+(tests/fixtures/plots: the reference set, an editor config of six launcher trees, the HTTP
+set, SDK variants), checked from the text the renderer draws; then what each chart plots.
 
+The stored files are benchmarks/figures/results.json, editor-sizing.json, http-results.json
+and history.json made small: settle curves, run sequences, dual-era and caching blocks
+dropped, protocol blocks cut to the era and revisions, sample lists over 12 cut to 12."""
+
+import copy
+import functools
+import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from matplotlib.colors import to_hex
-from matplotlib.container import BarContainer
 
-from mcpstart.cli import main
-from mcpstart.views.plot import PEAK, figure, save
-from test_views import results
+from conftest import require_modules
 
+require_modules("matplotlib", extra="plot")
 
-def bars(ax) -> list:
-    """The bar rectangles of an Axes (every BarContainer's patches), in drawing order."""
-    return [p for c in ax.containers if isinstance(c, BarContainer) for p in c.patches]
+from matplotlib.legend import Legend  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
+from mcpstart.cli import main  # noqa: E402
+from mcpstart.results import dig  # noqa: E402
+from mcpstart.views.plot import figure, noisy  # noqa: E402
+from test_views import results  # noqa: E402
 
-def only(doc: dict, *names: str) -> dict:
-    doc["servers"] = [s for s in doc["servers"] if s["name"] in names]
-    return doc
-
-
-def test_cold_start_bars_whiskers_floor_and_log_scale():
-    fig = figure(results(), "cold-start")
-    [ax] = fig.axes
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["c", "rust", "typescript", "python"]
-    assert [b.get_height() for b in bars(ax)] == [1.23, 3.05, 362.24, 1441.26]
-    # whiskers from min to max
-    [container] = [c for c in ax.containers if isinstance(c, BarContainer)]
-    segments = container.errorbar.lines[2][0].get_segments()
-    assert [(s[0][1], s[1][1]) for s in segments][2] == pytest.approx((317.3, 411.9))
-    assert ax.get_yscale() == "log"  # 1573.9 / 1.19 > 100
-    assert ax.get_ylabel() == "milliseconds (log scale)"
-    assert ax.get_xlabel() == "server"
-    assert ax.get_title() == "Cold start: spawn to initialize response"
-    [floor] = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-    assert list(floor.get_ydata()) == [1.23, 1.23]
-    assert "floor (c): 1.23 ms" in [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "AMD EPYC 7B13; 2 cores; Linux 6.1.0; 5 runs after 1 warm-up; 2026-11-30" == \
-        fig.get_supxlabel()
+FIXTURES = Path(__file__).parent / "fixtures" / "plots"
+FILES = ("reference", "launchers", "http", "history")
 
 
-def test_cold_start_linear_without_a_wide_span_and_no_floor_without_c():
-    ax = figure(only(results(), "rust", "typescript"), "cold-start").axes[0]
-    assert ax.get_yscale() == "log"  # 411.9 / 2.61 > 100
-    doc = only(results(), "typescript", "python")
-    ax = figure(doc, "cold-start").axes[0]
-    assert ax.get_yscale() == "linear" and ax.get_ylabel() == "milliseconds"
-    assert len(bars(ax)) == 2
-    assert not [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+@functools.cache
+def _stored(name: str) -> str:
+    return (FIXTURES / f"{name}.json").read_text()
 
 
-def test_memory_stacks_idle_per_process_beside_the_peak():
-    ax = figure(results(), "memory").axes[0]
-    patches = bars(ax)
-    # c, rust, python: one idle and one peak bar; typescript: three idle parts and the peak
-    assert len(patches) == 10
-    stack = [p for p in patches if abs(p.get_x() + p.get_width() / 2 - (2 - 0.19)) < 1e-9]
-    assert [round(p.get_height(), 2) for p in stack] == [91.04, 2.0, 68.26]
-    assert [round(p.get_y(), 2) for p in stack] == [0, 91.04, 93.04]
-    peaks = [p for p in patches if to_hex(p.get_facecolor()) == PEAK.lower()]
-    assert [round(p.get_height(), 1) for p in peaks] == [25.1] * 4
-    assert ax.get_ylabel() == "MiB" and ax.get_xlabel() == "server"
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["idle RSS", "peak RSS, 5 MiB call (vmhwm)"]
+def stored(name: str) -> dict:
+    """A stored results file (a fresh copy each time)."""
+    return json.loads(_stored(name))
 
 
-def test_footprint_bars_and_log_scale_for_a_wide_span():
-    ax = figure(results(), "footprint").axes[0]
-    assert [round(b.get_height(), 1) for b in bars(ax)] == [4.1] * 4 + [316.3] * 4
-    assert ax.get_yscale() == "linear" and ax.get_ylabel() == "MiB"  # 316.3 / 4.1 < 100
-    doc = results()
-    doc["servers"][0]["footprint"]["artifact_bytes"] = 16 * 1024
-    ax = figure(doc, "footprint").axes[0]
-    assert ax.get_yscale() == "log" and ax.get_ylabel() == "MiB (log scale)"
+@functools.cache
+def overview(name: str):
+    """The figure of every chart the stored file ``name`` fills, and its drawn texts (drawn
+    once for the module: tests only read it)."""
+    fig = figure(stored(name))
+    return fig, legible(fig)
 
 
-def test_timeline_phases_on_a_shared_axis_with_limits():
-    doc = results()
-    doc["startup"]["runs"].append({"rust": {"first_byte": 3.0, "initialize": 5.0, "tools_list": 6.5},
-                                   "typescript": {"first_byte": 260.0, "initialize": 400.0,
-                                                  "tools_list": 420.0}})
-    ax = figure(doc, "timeline").axes[0]
-    patches = bars(ax)
-    assert len(patches) == 6  # two servers, three phases each
-    rust = [p for p in patches if p.get_y() < 0.5]
-    # medians of two runs: first byte 2.0, initialize 4.0, tools/list 5.0 ms from spawn
-    assert [(p.get_x(), p.get_width()) for p in rust] == [(0.0, 2.0), (2.0, 2.0), (4.0, 1.0)]
-    assert ax.get_xlabel().splitlines() == [
-        "milliseconds from spawn (median of 2 runs)",
-        "Codex, Claude Code: startup limit 30 s, off scale (the slowest server uses 1.4% of it)"]
-    doc["startup"]["limits"][0]["limit_s"] = 0.5
-    ax = figure(doc, "timeline").axes[0]
-    [limit] = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-    assert list(limit.get_xdata()) == [500.0, 500.0]
+def legend_texts(fig) -> list[str]:
+    return [t.get_text() for lg in fig.findobj(Legend) for t in lg.get_texts()]
 
 
-def test_overview_has_a_panel_per_chart_the_file_can_fill():
-    assert len(figure(results()).axes) == 4
-    assert [ax.get_title() for ax in figure(results(startup=None)).axes] == [
-        "Cold start: spawn to initialize response",
-        "Memory of the process tree (idle stacked per process)", "Footprint"]
+def axes_titled(fig, prefix: str) -> list:
+    return [ax for ax in fig.axes if ax.get_title().startswith(prefix)]
+
+
+def drawn(fig) -> list[tuple[str, object]]:
+    """(text, window extent) of every text drawn when the figure is drawn, in drawing
+    order: Text.draw is watched (it returns at once for a hidden or empty text, and an
+    axis draws only the tick labels inside its view)."""
+    seen = []
+    original = Text.draw
+
+    def watch(self, renderer):
+        if self.get_visible() and self.get_text().strip():
+            seen.append(self)
+        return original(self, renderer)
+
+    Text.draw = watch
+    try:
+        fig.canvas.draw()
+    finally:
+        Text.draw = original
+    renderer = fig.canvas.get_renderer()
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in dict.fromkeys(seen)]
+
+
+def legible(fig) -> list[str]:
+    """Checks every plot must pass; returns the drawn texts. No two texts overlap (more
+    than half a pixel each way), none leaves the figure, every axis label set is drawn, and
+    every axis is linear (a bar on a log axis has a meaningless length)."""
+    texts = drawn(fig)
+    width, height = fig.canvas.get_width_height()
+    for (a, box_a), (b, box_b) in itertools.combinations(texts, 2):
+        overlap = (min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0),
+                   min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0))
+        assert not (overlap[0] > 0.5 and overlap[1] > 0.5), f"{a!r} overlaps {b!r}"
+    for text, box in texts:
+        assert box.x0 >= -1 and box.y0 >= -1 and box.x1 <= width + 1 and box.y1 <= height + 1, text
+    names = [t for t, _ in texts]
+    for ax in fig.axes:
+        assert ax.get_xscale() == ax.get_yscale() == "linear"
+        for label in (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()):
+            assert not label or label in names, label
+    assert any(ax.get_xlabel() for ax in fig.axes)
+    return names
+
+
+CHARTS = {"Cold start": "handshake_ms.median", "Idle memory": "memory.idle_rss_bytes",
+          "Peak RSS": "memory.peak_rss_bytes_payload", "Artifact": "footprint.artifact_bytes",
+          "Dev tree": "footprint.dev_tree_bytes", "HTTP cold start": "http.start_ms.initialize.median",
+          "Under load: requests": "http.load.calls.rps", "Under load: p95": "http.load.calls.latency_ms.p95"}
+"""A chart's title and the figure a server needs to have a row in it."""
+
+
+def leaves(fig) -> list:
+    """The subfigures that hold axes (a chart each), at any depth."""
+    subs = getattr(fig, "subfigs", [])
+    return [leaf for sub in subs for leaf in leaves(sub)] if subs else [fig]
+
+
+@pytest.mark.parametrize("name", ["reference", "launchers", "http"])
+def test_every_chart_from_the_stored_files_is_legible(name):
+    """The overview draws every chart kind the file fills (history: the tests below); each
+    chart names, on its rows, every server that has its figure, and only those."""
+    doc = stored(name)
+    fig, texts = overview(name)
+    expected = {"reference": ["Cold start", "Idle memory", "Peak RSS", "Artifact", "Dev tree"],
+                "launchers": ["Cold start", "Idle memory", "Startup timeline"],
+                "http": ["Idle memory", "Peak RSS", "Artifact", "Dev tree", "HTTP cold start",
+                         "Under load: requests", "Under load: p95"]}[name]
+    charts = {}
+    for leaf in leaves(fig):
+        title = next(ax.get_title() for ax in leaf.axes if ax.get_title())
+        rows = [t.get_text() for ax in leaf.axes for t in ax.get_yticklabels()]
+        assert all(row in texts for row in rows)
+        charts[title] = {row.split("  ")[0] for row in rows}
+    assert [next(c for c in charts if c.startswith(e)) for e in expected] == list(charts)
+    for title, rows in charts.items():
+        path = next((p for prefix, p in CHARTS.items() if title.startswith(prefix)), None)
+        if path is None:  # the timeline: a row per copy, "name #2"
+            rows = {row.split(" #")[0] for row in rows}
+            path = "handshake_ms.median"
+        assert rows == {s["name"] for s in doc["servers"] if dig(s, path) is not None}, title
+    assert any("noisy run" in t for t in texts) == (name in ("launchers", "http"))
+
+
+def test_the_noisy_mark_comes_from_the_load_warning():
+    doc = stored("reference")
+    assert noisy(doc) is None
+    doc["servers"][0]["warnings"].append({"kind": "load", "metric": "handshake_ms",
+                                          "detail": "the 1-minute load average was 14.2"})
+    doc["environment"]["load_average"] = [14.2, 12.0, 9.0]
+    assert noisy(doc) == "noisy run: load 14.20 on 2 cores when it started"
+    doc["servers"] = doc["servers"][:2]
+    fig = figure(doc, "cold-start")
+    assert fig._suptitle.get_text().startswith("⚠ noisy run: load 14.20 on 2 cores")
+    assert fig._suptitle.get_bbox_patch().get_facecolor()[:3] == pytest.approx((0.863, 0.078, 0.235), abs=0.01)
+    assert overview("reference")[0]._suptitle is None
+
+
+def test_cold_start_draws_every_run_the_median_and_the_tables_interval_on_split_linear_panels():
+    doc = stored("reference")
+    for row in doc["servers"]:  # an interval that is not min..max, as at n >= 9
+        ordered = sorted(row["handshake_ms"]["samples"])
+        row["handshake_ms"].update(ci_low=ordered[1], ci_high=ordered[-2], ci_level=0.78125)
+    fig = figure(doc, "cold-start")
+    fast, slow = fig.axes  # c, rust, go within 20x; typescript, java, python beside
+    assert [t.get_text() for t in fast.get_yticklabels()] == ["c  1.19 ms", "rust  2.32 ms", "go  4.74 ms"]
+    assert [t.get_text().split()[0] for t in slow.get_yticklabels()] == ["typescript", "java", "python"]
+    assert fast.get_xlim()[0] == slow.get_xlim()[0] == 0
+    by_name = {s["name"]: s["handshake_ms"] for s in doc["servers"]}
+    for ax, names in ((fast, ["c", "rust", "go"]), (slow, ["typescript", "java", "python"])):
+        lines = ax.get_lines()
+        for y, name in enumerate(names):
+            block = by_name[name]
+            at_row = [ln for ln in lines if len(ln.get_ydata()) and all(abs(v - y) < 0.3 for v in ln.get_ydata())]
+            dots = [ln for ln in at_row if ln.get_marker() == "o"]
+            assert sorted(dots[0].get_xdata()) == sorted(block["samples"])
+            [interval] = [ln for ln in at_row if ln.get_linewidth() == 3]
+            assert list(interval.get_xdata()) == [block["ci_low"], block["ci_high"]]
+            [median] = [ln for ln in at_row if ln.get_marker() == "|"]
+            assert list(median.get_xdata()) == [block["median"]]
+    assert legend_texts(fig) == ["one run", "median", "the median's 78.1% confidence interval", "the floor server"]
+    assert "each panel its own scale" in slow.get_xlabel()
+
+
+def test_memory_is_pss_per_process_with_every_process_of_the_launcher_trees_in_the_legend():
+    doc = stored("launchers")
+    fig = overview("launchers")[0]
+    [idle] = axes_titled(fig, "Idle memory")
+    assert idle.get_title() == "Idle memory: PSS, stacked per process"
+    processes = {p["name"] for s in doc["servers"] for p in s["memory"]["processes"]}
+    assert processes == {"npm exec @model", "sh", "node", "uv", "python"}
+    assert set(legend_texts(fig)) >= processes
+    # the stack of "memory" (npm, sh, node) sums to its tree's PSS
+    row = [t.get_text() for t in idle.get_yticklabels()].index("memory")
+    stack = [p for p in idle.patches if isinstance(p, Rectangle) and abs(p.get_y() + p.get_height() / 2 - row) < 1e-9]
+    tree = next(s for s in doc["servers"] if s["name"] == "memory")["memory"]
+    assert sum(p.get_width() for p in stack) * 2**20 == pytest.approx(tree["idle_pss_bytes"], rel=1e-6)
+
+
+def test_a_file_without_pss_falls_back_to_rss_and_says_so():
+    doc = results(startup=None)
+    for row in doc["servers"]:
+        for holder in [row.get("memory") or {}, *(row.get("memory") or {}).get("processes", [])]:
+            holder.pop("idle_pss_bytes", None)
+    fig = figure(doc, "memory")
+    assert fig.axes[0].get_title() == "Idle memory: RSS, stacked per process"
+    assert any(ax.get_xlabel().startswith("MiB (RSS of the process tree)") for ax in fig.axes)
+
+
+def test_http_draws_the_cold_start_and_each_load_figure_on_its_own_axis():
+    doc = stored("http")
+    fig = overview("http")[0]
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()][-3:]
+    assert titles == ["HTTP cold start: spawn to initialize answered",
+                      "Under load: requests per second", "Under load: p95 latency"]
+    assert not any(ax.get_shared_x_axes().get_siblings(ax)[1:] for ax in fig.axes)  # no twin axes
+    [rps] = [ax for ax in fig.axes if ax.get_title() == "Under load: requests per second"]
+    python = next(s for s in doc["servers"] if s["name"] == "python-http")
+    widths = sorted(round(p.get_width(), 1) for p in rps.patches if isinstance(p, Rectangle))
+    assert round(python["http"]["load"][0]["rps"], 1) in widths
+    assert "the engine's ceiling (on c-http, calls): 5798/s" in legend_texts(fig)
+
+
+def test_history_states_the_level_tells_the_default_build_apart_and_marks_what_was_not_measured():
+    doc = stored("history")
+    python = next(s for s in doc["servers"] if s["name"] == "python@2.1.0")
+    python["memory"]["idle_pss_bytes"] = None  # a figure this variant did not measure
+    fig = figure(doc, "history")
+    texts = legible(fig)
+    assert "cold start (ms)\nmedian, 96.9% CI" in texts
+    assert legend_texts(fig) == ["SDK variants (registry, checkout)", "the recipe's locked default build",
+                      "not measured"]
+    go_pss = fig.axes[2]  # rows: metrics; columns: go, python
+    python_pss = fig.axes[3]
+    [default] = [ln for ln in go_pss.get_lines() if ln.get_marker() == "*"]
+    assert list(default.get_xdata()) == [3]  # go's default build (v1.8.0), not on the line
+    [missing] = [ln for ln in python_pss.get_lines() if ln.get_marker() == "x"]
+    assert list(missing.get_xdata()) == [2]  # 2.1.0
+    # no marker sits on the frame: the top is above every point and whisker
+    for ax in fig.axes:
+        assert ax.get_ylim()[1] > ax.dataLim.y1 * 1.1
+
+
+def test_history_across_runs_and_a_figure_no_run_measured():
+    a, b, c = stored("reference"), stored("reference"), stored("reference")
+    b["created"], c["created"] = "2026-12-02T00:00:00+00:00", "2026-12-03T00:00:00+00:00"
+    rust = next(s for s in b["servers"] if s["name"] == "rust")
+    for key in ("median", "ci_low", "ci_high"):  # rust slower in run 2
+        rust["handshake_ms"][key] *= 2
+    for doc in (a, b, c):
+        for s in doc["servers"]:
+            s["footprint"] = None
+    fig = figure([c, a, b], "history", ["@3", "@1", "@2"])  # drawn in the order made
+    texts = legible(fig)
+    assert [t.get_text() for t in fig.axes[-1].get_xticklabels()] == ["@1", "@2", "@3"]
+    order = [s["name"] for s in a["servers"]]
+    rust = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"][order.index("rust")]
+    assert list(rust.get_ydata()) == pytest.approx([2.317, 4.634, 2.317], rel=1e-3)
+    assert texts.count("not measured") == 2 + 1  # dependencies and artifact panels, legend
+    assert {s["name"] for s in a["servers"]} <= set(texts)
+
+
+def test_plot_command_draws_history_from_the_store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mcpstart-runs").mkdir()
+    older, newer = stored("reference"), stored("reference")
+    older["servers"] = newer["servers"] = older["servers"][:2]
+    (tmp_path / "mcpstart-runs" / "0001.json").write_text(json.dumps(older))
+    newer["created"] = "2026-12-02T00:00:00+00:00"
+    (tmp_path / "mcpstart-results.json").write_text(json.dumps(newer))
+    ok = CliRunner().invoke(main, ["plot", "--kind", "history", "-o", "runs.svg"])
+    assert ok.exit_code == 0, ok.output
+    svg = (tmp_path / "runs.svg").read_text()
+    assert "Across runs" in svg and "@1" in svg and "last" in svg
+    bad = CliRunner().invoke(main, ["plot", "@-1", "mcpstart-results.json", "-o", "x.png"])
+    assert bad.exit_code == 2 and "--kind history only" in bad.output
+
+
+def test_overview_has_a_chart_per_kind_the_file_can_fill():
+    titles = [ax.get_title() for ax in figure(results(startup=None)).axes if ax.get_title()]
+    assert titles == ["Cold start: spawn to initialize answered", "Idle memory: PSS",
+                      "Peak RSS, 5 MiB call", "Artifact", "Dev tree (the build's)"]
     doc = results(startup=None)
     for row in doc["servers"]:
         row.pop("memory", None), row.pop("footprint", None)
-    assert len(figure(doc).axes) == 1
     with pytest.raises(ValueError, match="no timeline data"):
         figure(doc, "timeline")
     with pytest.raises(ValueError, match="no server with measurements"):
         figure(results(servers=[], startup=None))
-
-
-def test_png_and_svg_files(tmp_path):
-    fig = figure(results(), "cold-start")
-    save(fig, tmp_path / "a.png")
-    save(fig, tmp_path / "a.svg")
-    assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "<svg" in (tmp_path / "a.svg").read_text()[:1000]
-    with pytest.raises(ValueError, match=".png or .svg"):
-        save(fig, tmp_path / "a.jpg")
+    one = copy.deepcopy(doc)
+    one["servers"] = one["servers"][:1]
+    with pytest.raises(ValueError, match="needs a language measured at two SDK versions"):
+        figure(one, "history")
 
 
 def test_plot_command(tmp_path):
     source = tmp_path / "r.json"
     source.write_text(json.dumps(results(startup=None)))
-    ok = CliRunner().invoke(main, ["plot", str(source), "-o", str(tmp_path / "all.png")])
+    ok = CliRunner().invoke(main, ["plot", str(source), "-o", str(tmp_path / "c.png"),
+                                   "--kind", "cold-start"])
     assert ok.exit_code == 0, ok.output
-    assert (tmp_path / "all.png").read_bytes()[:4] == b"\x89PNG"
-    svg = CliRunner().invoke(main, ["plot", str(source), "-o", str(tmp_path / "c.svg"),
-                                    "--kind", "cold-start"])
-    assert svg.exit_code == 0 and "<svg" in (tmp_path / "c.svg").read_text()[:1000]
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for args, message in [(["-o", str(tmp_path / "x.gif")], "must end in .png or .svg"),
                           (["-o", str(tmp_path / "x.png"), "--kind", "timeline"], "no timeline data"),
                           (["-o", str(tmp_path / "x.png"), "--kind", "pie"], "'pie' is not one of")]:
@@ -149,36 +315,3 @@ def test_matplotlib_is_imported_only_when_plotting():
             "mcpstart.views.exports; print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_history_draws_each_metric_against_the_sdk_version():
-    """go measured at v1.9.0, v1.10.0 and a checkout (v1.10 after v1.9), python at two
-    versions, rust at one (no column); a failed variant leaves its point out."""
-    def row(name, language, version, median, kind="registry", **more):
-        return {"name": name, "language": language, "sdk_version": version, "status": "ok",
-                "sdk_source": {"kind": kind, "version": version},
-                "handshake_ms": {"median": median, "ci_low": median - 1, "ci_high": median + 2},
-                "memory": {"idle_rss_bytes": 10 * 1024 * 1024}, **more}
-
-    doc = results()
-    doc["servers"] = [
-        row("go@v1.10.0", "go", "v1.10.0", 4.0), row("go", "go", "v1.9.0", 3.0, "default"),
-        row("go@local", "go", None, 5.0, "path"), row("rust", "rust", "3.11.0", 2.0, "default"),
-        row("python", "python", "2.3.0", 300.0, "default"),
-        {"name": "python@2.2.0", "language": "python", "sdk_version": "2.2.0", "status": "failed",
-         "sdk_source": {"kind": "registry", "version": "2.2.0"}}]
-    fig = figure(doc, "history")
-    titled = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
-    assert list(titled) == ["go", "python"]
-    assert len(fig.axes) == 5 * 2  # a row per metric, a column per language
-    go, python = titled["go"], titled["python"]
-    assert go.get_ylabel() == "cold start, median (ms)"
-    assert [t.get_text() for t in fig.axes[-2].get_xticklabels()] == ["v1.9.0", "v1.10.0", "local"]
-    assert list(go.get_lines()[-1].get_ydata()) == [3.0, 4.0, 5.0]
-    assert [t.get_text() for t in fig.axes[-1].get_xticklabels()] == ["2.2.0", "2.3.0"]
-    assert list(python.get_lines()[-1].get_xdata()) == [1]  # the failed 2.2.0 has no point
-    assert fig.axes[2].get_ylabel() == "idle RSS (MiB)"
-    assert list(fig.axes[2].get_lines()[-1].get_ydata()) == [10.0, 10.0, 10.0]
-    doc["servers"] = doc["servers"][3:4]
-    with pytest.raises(ValueError, match="needs a language measured at two SDK versions"):
-        figure(doc, "history")

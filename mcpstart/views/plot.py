@@ -2,78 +2,96 @@
 ``mcpstart --help`` stays fast). Each builder returns a ``matplotlib.figure.Figure`` without
 touching pyplot's global state; ``save`` writes it as PNG or SVG.
 
-Charts: cold start per server (median bar, min-max whiskers, the floor server ``c`` as a
-horizontal line, log scale when the servers span more than 100x), memory per server (idle
-RSS stacked per process, and the peak RSS under the large call), footprint (artifact and
-dev tree), the startup timeline (every server spawned at once, split into phases, with
-the clients' startup limits), and HTTP load (requests/s and p95 per server, the engine's
-ceiling and the floor's p95 as lines).
+Charts, servers as rows (their names never collide), every axis linear from zero: where the
+values of one chart span more than SPLIT times, the servers are split into panels of their
+own axis, fastest first (a log axis would make bar lengths meaningless).
+
+- cold start: each run as a dot, the median as a bar across, the median's confidence
+  interval as a line (the interval and level the table shows: stats.median_ci), the floor
+  server as a dashed line;
+- memory: idle PSS (RSS where a file has no PSS) stacked per process, a legend naming each
+  process (npm, sh, node ...); the peak RSS under the large call beside it;
+- footprint: the artifact and the dev tree, each on its own axis;
+- timeline: every server spawned at once, a marker at each phase's end, the clients'
+  startup limits;
+- http: the HTTP cold start (initialize answered, as cold start), requests/s and p95 latency
+  per scenario, each on its own axis, the engine's ceiling and the floor's p95 as lines;
+- history: views/history.py.
+
+A run whose servers carry the "load" warning (docs/warnings.md) is marked "noisy run" in a
+red box above its figure.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..results import dig, documents, number_or_none, servers
+from ..results import dig, documents, is_floor, name_of, number_or_none, servers
 from ..stats import summarize
-from .table import MIB, fmt_ms, payload_size
+from .table import MIB, fmt_ms, level_text, payload_size
 
-FLOOR = "c"
-"""The floor server's name: the tiny C server, the least any server can score."""
-LOG_SPAN = 100
-"""Above this ratio of the largest to the smallest value, a chart uses a log scale."""
+SPLIT = 20
+"""A panel holds servers whose values lie within this ratio; a larger span splits the chart."""
 SUFFIXES = (".png", ".svg")
-PHASES = (("first_byte", "spawn to first byte"), ("initialize", "to initialize answer"),
-          ("tools_list", "to tools/list answer"))
-IDLE, PEAK = "#4C72B0", "#DD8452"
+DPI = 120
+"""Pixels per inch of a PNG: the figures are 8 inches wide, under 1000 px."""
+WIDTH = 8.0
+"""Inches: a figure drawn for a page, readable when a page shows it at its width."""
+ROW = 0.3
+"""Inches per server row."""
+PHASES = (("first_byte", "first byte", "|"), ("initialize", "initialize answered", "o"),
+          ("tools_list", "tools/list answered", "D"))
+IDLE, PEAK, SAMPLE, NOISY = "#4C72B0", "#DD8452", "#8C8C8C", "crimson"
+PROCESS_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860",
+                  "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
+SCENARIOS = (("calls", "calls on a session"), ("session", "a session per call"))
 
 
-def _cold_start_data(doc: dict) -> list[tuple[str, float, float, float]]:
-    """(name, median, min, max) in ms for each server with a cold-start median."""
-    out = []
-    for s in servers(doc):
-        median = number_or_none(dig(s, "handshake_ms.median"))
-        if median is not None:
-            low = number_or_none(dig(s, "handshake_ms.min"))
-            high = number_or_none(dig(s, "handshake_ms.max"))
-            out.append((str(s.get("name")), median, median if low is None else low,
-                        median if high is None else high))
-    return out
+# ---- what the file holds ------------------------------------------------------------------
+
+def noisy(doc: dict) -> str | None:
+    """The mark of a run measured on a loaded machine: some server carries the "load" warning
+    (stats.series_warnings: the 1-minute load average exceeded the cores when the run
+    started), e.g. "noisy run: load 2.19 on 2 cores"; None for a quiet run."""
+    if not any(isinstance(w, dict) and w.get("kind") == "load"
+               for s in servers(doc) for w in (s.get("warnings") or [])):
+        return None
+    load, cores = dig(doc, "environment.load_average"), dig(doc, "environment.cpu_count")
+    figure_ = (f"load {load[0]:.2f}" if isinstance(load, list) and load
+               and number_or_none(load[0]) is not None else "load above the cores")
+    return f"noisy run: {figure_}{f' on {cores} cores' if cores else ''} when it started"
 
 
-def _memory_data(doc: dict) -> list[tuple[str, list[tuple[str, float]], float | None, str | None]]:
-    """(name, idle parts [(process, MiB)], peak MiB, peak method) per server with idle or
-    peak memory; the idle bar has one part per process where the tree has several."""
-    out = []
-    for s in servers(doc):
-        idle, peak = number_or_none(dig(s, "memory.idle_rss_bytes")), number_or_none(dig(s, "memory.peak_rss_bytes_payload"))
-        procs = dig(s, "memory.processes")
-        parts = []
-        if isinstance(procs, list) and len(procs) > 1:
-            for p in procs:
-                rss = number_or_none(p.get("idle_rss_bytes")) if isinstance(p, dict) else None
-                if rss is not None:
-                    parts.append((str(p.get("label") or p.get("name") or p.get("pid")),
-                                  rss / MIB))
-        if not parts and idle is not None:
-            parts = [("", idle / MIB)]
-        if parts or peak is not None:
-            method = dig(s, "memory.peak_method")
-            out.append((str(s.get("name")), parts, None if peak is None else peak / MIB,
-                        method if isinstance(method, str) else None))
-    return out
+def _series(doc: dict, path: str) -> list[tuple[str, dict]]:
+    """(name, stats block) of each server with a median at ``path`` (a stats.summarize block)."""
+    return [(name_of(s), block) for s in servers(doc)
+            if isinstance(block := dig(s, path), dict) and number_or_none(block.get("median")) is not None]
 
 
-def _footprint_data(doc: dict) -> list[tuple[str, float | None, float | None]]:
-    """(name, artifact MiB, dev tree MiB) per server with either."""
-    out = []
-    for s in servers(doc):
-        artifact = number_or_none(dig(s, "footprint.artifact_bytes"))
-        tree = number_or_none(dig(s, "footprint.dev_tree_bytes"))
-        if artifact is not None or tree is not None:
-            out.append((str(s.get("name")), None if artifact is None else artifact / MIB,
-                        None if tree is None else tree / MIB))
-    return out
+def _memory_data(doc: dict) -> tuple[str, list[tuple[str, list[tuple[str, float]]]],
+                                     list[tuple[str, list[tuple[str, float]]]]]:
+    """("PSS" or "RSS", idle rows [(server, [(process, MiB)])], peak rows [(server,
+    [("", MiB)])]): PSS when every server with idle memory has it (PSS splits pages shared
+    between a launcher and its child, so a tree's sum is not counted twice; docs/process-tree.md),
+    else RSS for all."""
+    rows = [s for s in servers(doc) if isinstance(dig(s, "memory"), dict)]
+    with_idle = [s for s in rows if number_or_none(dig(s, "memory.idle_rss_bytes")) is not None]
+    kind = "pss" if with_idle and all(number_or_none(dig(s, "memory.idle_pss_bytes")) is not None
+                                      for s in with_idle) else "rss"
+    idle = []
+    for s in with_idle:
+        procs = [p for p in dig(s, "memory.processes") or [] if isinstance(p, dict)]
+        parts = [(str(p.get("name") or p.get("pid")), v / MIB) for p in procs
+                 if (v := number_or_none(p.get(f"idle_{kind}_bytes"))) is not None]
+        idle.append((name_of(s), parts or [("", dig(s, f"memory.idle_{kind}_bytes") / MIB)]))
+    peak = [(name_of(s), [("", v / MIB)]) for s in rows
+            if (v := number_or_none(dig(s, "memory.peak_rss_bytes_payload"))) is not None]
+    return kind.upper(), idle, peak
+
+
+def _footprint_data(doc: dict, key: str) -> list[tuple[str, list[tuple[str, float]]]]:
+    return [(name_of(s), [("", v / MIB)]) for s in servers(doc)
+            if (v := number_or_none(dig(s, f"footprint.{key}"))) is not None]
 
 
 def _timeline_data(doc: dict) -> tuple[dict[str, list[float]], int]:
@@ -86,194 +104,268 @@ def _timeline_data(doc: dict) -> tuple[dict[str, list[float]], int]:
     for run in runs:
         for name, times in run.items():
             if isinstance(times, dict):
-                values = [number_or_none(times.get(key)) for key, _ in PHASES]
+                values = [number_or_none(times.get(key)) for key, _, _ in PHASES]
                 if all(v is not None for v in values):
                     phases.setdefault(name, []).append(values)
-    return ({name: [summarize(list(col))["median"] for col in zip(*rows)] for name, rows in phases.items()},
-            len(runs))
+    return ({name: [summarize(list(col))["median"] for col in zip(*rows)]
+             for name, rows in phases.items()}, len(runs))
 
 
-def _log_if_wide(ax, values, axis: str = "y") -> bool:
-    """A log scale on ``axis`` when the positive values span more than LOG_SPAN."""
-    positive = [v for v in values if v is not None and v > 0]
-    wide = bool(positive) and max(positive) / min(positive) > LOG_SPAN
-    if wide:
-        from matplotlib.ticker import FuncFormatter
-
-        (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-        getattr(ax, f"{axis}axis").set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    return wide
-
-
-def _cold_start(ax, doc: dict) -> None:
-    data = _cold_start_data(doc)
-    names = [d[0] for d in data]
-    medians = [d[1] for d in data]
-    whiskers = [[d[1] - d[2] for d in data], [d[3] - d[1] for d in data]]
-    ax.bar(names, medians, yerr=whiskers, capsize=4, color=IDLE, ecolor="black",
-           label="median (whiskers: min to max)")
-    for i, (_, median, _low, high) in enumerate(data):
-        ax.annotate(f"{fmt_ms(median)} ms", (i, high), textcoords="offset points", xytext=(0, 3),
-                    ha="center", va="bottom", fontsize=8)
-    log = _log_if_wide(ax, [d[2] for d in data] + [d[3] for d in data])
-    floor = next((d[1] for d in data if d[0] == FLOOR), None)
-    if floor is not None:
-        ax.axhline(floor, color="gray", linestyle="--", linewidth=1,
-                   label=f"floor ({FLOOR}): {fmt_ms(floor)} ms")
-    _per_server_axes(ax, "Cold start: spawn to initialize response",
-                     "milliseconds" + (" (log scale)" if log else ""))
+def _http_data(doc: dict, figure_: str, divisor: float = 1.0
+               ) -> list[tuple[str, list[tuple[str, float | None]]]]:
+    """(server, [(scenario title, value)]) of ``http.load.SCENARIO.<figure_>`` for each
+    server with a value in some scenario."""
+    out = []
+    for s in servers(doc):
+        values = [(title, None if (v := number_or_none(dig(s, f"http.load.{key}.{figure_}"))) is None
+                   else v / divisor) for key, title in SCENARIOS]
+        if any(v is not None for _, v in values):
+            out.append((name_of(s), values))
+    return out
 
 
-def _per_server_axes(ax, title: str, ylabel: str) -> None:
-    """Title, axis labels with units, room above the bars, legend: one bar group per server."""
-    ax.set_title(title)
-    ax.set_xlabel("server")
-    ax.set_ylabel(ylabel)
-    ax.margins(y=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+# ---- drawing blocks -----------------------------------------------------------------------
+
+def groups(items: list, value) -> list[list]:
+    """``items`` sorted by ``value(item)``, cut where an item exceeds SPLIT times the smallest
+    of its group: each group fits one linear axis."""
+    out: list[list] = []
+    for item in sorted(items, key=value):
+        if out and (value(out[-1][0]) <= 0 or value(item) <= SPLIT * value(out[-1][0])):
+            out[-1].append(item)
+        else:
+            out.append([item])
+    return out
 
 
-def _memory(ax, doc: dict) -> None:
-    data = _memory_data(doc)
-    width = 0.38
-    size = payload_size(dig(doc, "settings.payload_bytes"))
-    tallest = max([sum(m for _, m in d[1]) for d in data] + [d[2] or 0 for d in data])
-    methods = sorted({d[3] for d in data if d[3]})
-    for i, (_name, parts, peak, _method) in enumerate(data):
-        bottom = 0.0
-        for j, (process, mib) in enumerate(parts):
-            ax.bar(i - width / 2, mib, width, bottom=bottom, color=IDLE, edgecolor="white",
-                   alpha=1 - 0.25 * (j % 3), label="idle RSS" if i == 0 and j == 0 else None)
-            if process and mib >= 0.08 * tallest:  # room for the name inside the segment
-                ax.annotate(f"{process}\n{mib:.1f}", (i - width / 2, bottom + mib / 2),
-                            ha="center", va="center", fontsize=7, color="white")
-            bottom += mib
-        if parts:
-            ax.annotate(f"{bottom:.1f}", (i - width / 2, bottom), textcoords="offset points",
-                        xytext=(0, 2), ha="center", va="bottom", fontsize=8)
-        if peak is not None:
-            ax.bar(i + width / 2, peak, width, color=PEAK,
-                   label=f"peak RSS, {size} call ({', '.join(methods) or 'method not recorded'})"
-                   if not any(d[2] is not None for d in data[:i]) else None)
-            ax.annotate(f"{peak:.1f}", (i + width / 2, peak), textcoords="offset points",
-                        xytext=(0, 2), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(data)), [d[0] for d in data])
-    _per_server_axes(ax, "Memory of the process tree (idle stacked per process)", "MiB")
+def _panels(sf, sizes: list[int]) -> list:
+    """A column of Axes on ``sf``, one per group, each as tall as its rows."""
+    return list(sf.subplots(len(sizes), 1, squeeze=False,
+                            gridspec_kw={"height_ratios": [n + 1.2 for n in sizes]})[:, 0])
 
 
-def _footprint(ax, doc: dict) -> None:
-    data = _footprint_data(doc)
-    width = 0.38
-    for offset, index, color, label in ((-width / 2, 1, IDLE, "artifact (what a user installs)"),
-                                        (width / 2, 2, PEAK, "dev tree (what the build leaves)")):
-        xs = [i + offset for i, d in enumerate(data) if d[index] is not None]
-        values = [d[index] for d in data if d[index] is not None]
-        bars = ax.bar(xs, values, width, color=color, label=label)
-        ax.bar_label(bars, labels=[f"{v:.2g}" if v < 1 else f"{v:.1f}" for v in values],
-                     fontsize=8, padding=2)
-    log = _log_if_wide(ax, [v for d in data for v in d[1:]])
-    ax.set_xticks(range(len(data)), [d[0] for d in data])
-    _per_server_axes(ax, "Footprint", "MiB" + (" (log scale)" if log else ""))
+def _finish(axes: list, title: str, xlabel: str) -> None:
+    """Title on the first panel, the x label on the last (saying when the chart is split into
+    panels of their own scale), a light grid on each."""
+    axes[0].set_title(title, fontsize=10)
+    axes[-1].set_xlabel(xlabel + (f"; each panel its own scale (values over {SPLIT}x apart)"
+                                  if len(axes) > 1 else ""), fontsize=8)
+    for ax in axes:
+        ax.grid(axis="x", alpha=0.3)
+        ax.tick_params(labelsize=8)
+        ax.set_xlim(left=0)
 
 
-def _timeline(ax, doc: dict) -> None:
+def _strip(sf, rows: list[tuple[str, dict]], title: str, xlabel: str, floors=()) -> None:
+    """Each row's runs as dots, its median as a bar across, its confidence interval as a
+    line; rows = [(server, stats block)]."""
+    from matplotlib.lines import Line2D
+
+    parts = groups(rows, lambda r: r[1]["median"])
+    axes = _panels(sf, [len(g) for g in parts])
+    level = level_text([b for _, b in rows])
+    for ax, part in zip(axes, parts):
+        for y, (name, block) in enumerate(part):
+            samples = [v for v in block.get("samples") or [] if number_or_none(v) is not None]
+            offsets = [0.25 * ((i % 5) - 2) / 2 for i in range(len(samples))]
+            ax.plot(samples, [y + o for o in offsets], "o", ms=3.5, color=SAMPLE, alpha=0.8,
+                    clip_on=False)
+            low, high = number_or_none(block.get("ci_low")), number_or_none(block.get("ci_high"))
+            if low is not None and high is not None:
+                ax.plot([low, high], [y, y], color=IDLE, linewidth=3, solid_capstyle="butt")
+            ax.plot([block["median"]], [y], "|", color="black", ms=16, mew=2.5)
+            if name in floors:
+                ax.axvline(block["median"], color="gray", linestyle="--", linewidth=1)
+        top = max(max([b.get("max") or b["median"] for _, b in part]),
+                  max((v for _, b in part for v in b.get("samples") or [] if number_or_none(v) is not None),
+                      default=0))
+        ax.set_xlim(0, top * 1.08)
+        ax.set_ylim(len(part) - 0.5, -0.5)
+        ax.set_yticks(range(len(part)), [f"{name}  {fmt_ms(b['median'])} ms" for name, b in part])
+    _finish(axes, title, xlabel)
+    handles = [Line2D([], [], marker="o", linestyle="", color=SAMPLE, ms=4, label="one run"),
+               Line2D([], [], marker="|", linestyle="", color="black", ms=10, mew=2, label="median")]
+    if level:
+        handles.append(Line2D([], [], color=IDLE, linewidth=3,
+                              label=f"the median's {level} confidence interval"))
+    if any(name in floors for name, _ in rows):
+        handles.append(Line2D([], [], color="gray", linestyle="--", label="the floor server"))
+    sf.legend(handles=handles, fontsize=7, ncols=len(handles), loc="outside lower center",
+              frameon=False)
+
+
+def _bars(sf, rows: list[tuple[str, list[tuple[str, float | None]]]], title: str, xlabel: str,
+          stacked: bool, colors: dict[str, str], fmt=lambda v: f"{v:.1f}",
+          line: tuple[float, str] | None = None) -> None:
+    """Horizontal bars, a row per server: its parts stacked (``stacked``) or side by side;
+    ``colors`` gives each part's colour (a part "" is drawn in IDLE), and a legend names every
+    part where there is more than one. The value at each bar's (or stack's) end; ``line``
+    (value, legend text) a dashed reference line on each panel whose scale holds it."""
+    from matplotlib.lines import Line2D
+
+    def size(row):
+        values = [v for _, v in row[1] if v is not None]
+        return sum(values) if stacked else max(values)
+
+    parts = groups(rows, size)
+    axes = _panels(sf, [len(g) for g in parts])
+    drawn: dict[str, object] = {}
+    for ax, part in zip(axes, parts):
+        for y, (_name, pieces) in enumerate(part):
+            left, width = 0.0, 0.8 if stacked else 0.8 / len(pieces)
+            for k, (piece, value) in enumerate(pieces):
+                if value is None:
+                    continue
+                center = y if stacked else y - 0.4 + width * (k + 0.5)
+                bar = ax.barh(center, value, width, left=left, color=colors.get(piece, IDLE),
+                              edgecolor="white", linewidth=0.5)
+                drawn.setdefault(piece, bar)
+                if stacked:
+                    left += value
+                else:
+                    ax.annotate(fmt(value), (value, center), xytext=(2, 0), textcoords="offset points",
+                                va="center", fontsize=6.5)
+            if stacked:
+                ax.annotate(fmt(left), (left, y), xytext=(2, 0), textcoords="offset points",
+                            va="center", fontsize=7)
+        top = size(part[-1])
+        if line is not None and line[0] <= top * 1.5:
+            ax.axvline(line[0], color="gray", linestyle="--", linewidth=1)
+            top = max(top, line[0])
+        ax.set_xlim(0, top * 1.18)
+        ax.set_ylim(len(part) - 0.5, -0.5)
+        ax.set_yticks(range(len(part)), [name for name, _ in part])
+    _finish(axes, title, xlabel)
+    named = [(piece, bar) for piece, bar in drawn.items() if piece]
+    if line is not None:
+        named.append((line[1], Line2D([], [], color="gray", linestyle="--")))
+    if len(drawn) > 1 or named:
+        sf.legend([bar for _, bar in named], [p for p, _ in named], fontsize=7,
+                  ncols=min(4, len(named)), loc="outside lower center", frameon=False)
+
+
+def _cold_start(sf, doc: dict) -> None:
+    rows = _series(doc, "handshake_ms")
+    _strip(sf, rows, "Cold start: spawn to initialize answered", "milliseconds",
+           floors=[name_of(s) for s in servers(doc) if is_floor(s)])
+
+
+def _memory(sf, doc: dict) -> None:
+    kind, idle, peak = _memory_data(doc)
+    names = sorted({p for _, parts in idle for p, _ in parts if p})
+    several = any(len(parts) > 1 for _, parts in idle)
+    colors = {p: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, p in enumerate(names)}
+    left, right = sf.subfigures(1, 2, width_ratios=[3, 2]) if peak and idle else (sf, sf)
+    if idle:
+        _bars(left, idle if several else [(n, [("", sum(v for _, v in p))]) for n, p in idle],
+              f"Idle memory: {kind}" + (", stacked per process" if several else ""),
+              f"MiB ({kind} of the process tree)", True, colors)
+    if peak:
+        size = payload_size(dig(doc, "settings.payload_bytes"))
+        _bars(right, peak, f"Peak RSS, {size} call", "MiB", True, {"": PEAK})
+
+
+def _footprint(sf, doc: dict) -> None:
+    shown = [(key, title, rows) for key, title in (("artifact_bytes", "Artifact"),
+                                                   ("dev_tree_bytes", "Dev tree (the build's)"))
+             if (rows := _footprint_data(doc, key))]
+    subs = sf.subfigures(1, len(shown)) if len(shown) > 1 else [sf]
+    for sub, (_key, title, rows) in zip(subs, shown):
+        _bars(sub, rows, title, "MiB", True, {}, fmt=lambda v: f"{v:.2g}" if v < 1 else f"{v:.1f}")
+
+
+def _timeline(sf, doc: dict) -> None:
+    from matplotlib.lines import Line2D
+
     medians, runs = _timeline_data(doc)
     names = list(medians)
+    ax = sf.subplots()
     colors = ("#8172B3", IDLE, "#55A868")
-    for (key, text), color, k in zip(PHASES, colors, range(3)):
-        starts = [0.0 if k == 0 else medians[n][k - 1] for n in names]
-        lengths = [medians[n][k] - start for n, start in zip(names, starts)]
-        ax.barh(names, lengths, left=starts, color=color, label=text, height=0.6)
+    sizes = (9, 6, 14)  # largest first, so phases that end together all stay visible
+    for y, name in enumerate(names):
+        ax.barh(y, medians[name][-1], 0.5, color="#DDE3EE")
+        for k in (2, 1, 0):
+            ax.plot([medians[name][k]], [y], PHASES[k][2], color=colors[k], ms=sizes[k], mew=2,
+                    clip_on=False)
     end = max((m[-1] for m in medians.values()), default=0.0)
-    for n in names:
-        ax.annotate(f"{fmt_ms(medians[n][-1])} ms", (medians[n][-1], n), textcoords="offset points",
-                    xytext=(3, 0), va="center", fontsize=8)
-    limits = dig(doc, "startup.limits")
-    off_scale = []
-    for limit in limits if isinstance(limits, list) else []:
+    handles = [Line2D([], [], marker=marker, linestyle="", color=color, mew=2, label=text)
+               for (_key, text, marker), color in zip(PHASES, colors)]
+    off_scale, right = [], end
+    for limit in dig(doc, "startup.limits") or []:
         limit_s = number_or_none(limit.get("limit_s")) if isinstance(limit, dict) else None
         if limit_s is None:
             continue
         client = str(limit.get("client", "a client"))
         if limit_s * 1000 <= 3 * end or end == 0:
-            ax.axvline(limit_s * 1000, color="crimson", linestyle="--", linewidth=1,
-                       label=f"{client}: startup limit {limit_s:g} s")
+            style = ("--", ":", "-.")[(len(handles) - len(PHASES)) % 3]
+            ax.axvline(limit_s * 1000, color=NOISY, linestyle=style, linewidth=1.2)
+            right = max(right, limit_s * 1000)
+            handles.append(Line2D([], [], color=NOISY, linestyle=style,
+                                  label=f"{client}: startup limit {limit_s:g} s"))
         else:
             off_scale.append(f"{client}: startup limit {limit_s:g} s, off scale "
                              f"(the slowest server uses {end / (limit_s * 1000):.1%} of it)")
-    ax.invert_yaxis()
+    ax.set_yticks(range(len(names)), [f"{n}  {fmt_ms(medians[n][-1])} ms" for n in names])
+    ax.set_ylim(len(names) - 0.5, -0.5)
     n = dig(doc, "startup.sessions.n") if dig(doc, "startup.sessions.runs") else None
-    ax.set_title(f"Startup timeline: {n} copies of every server spawned at once" if n
-                 else "Startup timeline: every server spawned at once")
-    ax.set_xlabel("\n".join([f"milliseconds from spawn (median of {runs} run{'s' * (runs != 1)})",
-                              *off_scale]))
-    ax.set_ylabel("server")
-    ax.margins(x=0.15)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    _finish([ax], f"Startup timeline: {n} copies of every server spawned at once" if n
+            else "Startup timeline: every server spawned at once",
+            "\n".join([f"milliseconds from spawn (median of {runs} run{'s' * (runs != 1)})",
+                       *off_scale]))
+    ax.set_xlim(0, right * 1.05 or 1)
+    sf.legend(handles=handles, fontsize=7, ncols=min(3, len(handles)), loc="outside lower center",
+              frameon=False)
 
 
-HTTP_SCENARIOS = (("calls", "calls on a session"), ("session", "a session per call"))
+def _http(sf, doc: dict) -> None:
+    """HTTP cold start (as cold start), requests/s, p95 latency: each on its own axis."""
+    start = _series(doc, "http.start_ms.initialize")
+    rps, p95 = _http_data(doc, "rps"), _http_data(doc, "latency_ms.p95")
+    shown = [chart for chart in (start and "start", rps and "rps", p95 and "p95") if chart]
+    subs = sf.subfigures(len(shown), 1, squeeze=False, height_ratios=[
+        _height_rows(2 * len(start) if c == "start" else 2 * len(rps)) for c in shown])[:, 0]
+    colors = {title: color for (_k, title), color in zip(SCENARIOS, (IDLE, PEAK))}
+    for sub, chart in zip(subs, shown):
+        if chart == "start":
+            _strip(sub, start, "HTTP cold start: spawn to initialize answered", "milliseconds",
+                   floors=[name_of(s) for s in servers(doc) if is_floor(s)])
+        elif chart == "rps":
+            ceiling = number_or_none(dig(doc, "load_ceiling.load.calls.rps"))
+            _bars(sub, rps, "Under load: requests per second", "requests per second", False,
+                  colors, fmt=lambda v: f"{v:.0f}", line=None if ceiling is None else (
+                      ceiling, f"the engine's ceiling (on {dig(doc, 'load_ceiling.server')}, "
+                               f"calls): {ceiling:.0f}/s"))
+        else:
+            floor = number_or_none(dig(doc, "load_ceiling.load.calls.latency_ms.p95"))
+            _bars(sub, p95, "Under load: p95 latency", "milliseconds", False, colors, fmt=fmt_ms,
+                  line=None if floor is None else (floor, f"the floor's p95: {fmt_ms(floor)} ms"))
 
 
-def _http_data(doc: dict) -> list[tuple[str, dict[str, tuple[float | None, float | None]]]]:
-    """(name, {scenario: (requests/s, p95 ms)}) per server with load figures."""
-    out = []
-    for s in servers(doc):
-        figures = {scenario: (number_or_none(dig(s, f"http.load.{scenario}.rps")),
-                              number_or_none(dig(s, f"http.load.{scenario}.latency_ms.p95")))
-                   for scenario, _ in HTTP_SCENARIOS}
-        if any(rps is not None for rps, _ in figures.values()):
-            out.append((str(s.get("name")), figures))
-    return out
-
-
-def _http(ax, doc: dict) -> None:
-    """Requests/s per server and scenario (bars), p95 latency (markers, right axis), the
-    engine's ceiling (its requests/s against the HTTP floor) and the floor's p95 as lines."""
-    data = _http_data(doc)
-    names = [d[0] for d in data]
-    width = 0.38
-    p95_ax = ax.twinx()
-    colors = (IDLE, PEAK)
-    for k, ((scenario, title), color, marker) in enumerate(zip(HTTP_SCENARIOS, colors, "Ds")):
-        xs = [i + (k - 0.5) * width for i in range(len(names))]
-        ax.bar(xs, [d[1][scenario][0] or 0 for d in data], width, color=color,
-               label=f"requests/s, {title}")
-        p95_ax.plot(xs, [d[1][scenario][1] for d in data], marker, color="black",
-                    markeredgecolor="white", label=f"p95 (ms), {title}")
-    ceiling = dig(doc, "load_ceiling.load.calls.rps")
-    if number_or_none(ceiling) is not None:
-        ax.axhline(ceiling, color="gray", linestyle="--", linewidth=1,
-                   label=f"ceiling: the engine on {dig(doc, 'load_ceiling.server')}, "
-                         f"{ceiling:.0f}/s")
-    floor = dig(doc, "load_ceiling.load.calls.latency_ms.p95")
-    if number_or_none(floor) is not None:
-        p95_ax.axhline(floor, color="gray", linestyle=":", linewidth=1,
-                       label=f"floor p95: {fmt_ms(floor)} ms")
-    ax.set_xticks(range(len(names)), names)
-    p95_ax.set_ylabel("p95 latency (ms)")
-    p95_ax.set_ylim(bottom=0)
-    p95_ax.legend(fontsize=8, loc="upper right")
-    _per_server_axes(ax, "Under load: requests/s and p95 latency", "requests per second")
+def _height_rows(rows: int) -> float:
+    return 1.4 + ROW * rows
 
 
 CHARTS = {
-    "cold-start": (_cold_start, lambda doc: bool(_cold_start_data(doc))),
-    "memory": (_memory, lambda doc: bool(_memory_data(doc))),
-    "footprint": (_footprint, lambda doc: bool(_footprint_data(doc))),
-    "timeline": (_timeline, lambda doc: bool(_timeline_data(doc)[0])),
-    "http": (_http, lambda doc: bool(_http_data(doc))),
+    "cold-start": (_cold_start, lambda doc: len(_series(doc, "handshake_ms"))),
+    "memory": (_memory, lambda doc: max(len(_memory_data(doc)[1]), len(_memory_data(doc)[2]))),
+    "footprint": (_footprint, lambda doc: max(len(_footprint_data(doc, "artifact_bytes")),
+                                              len(_footprint_data(doc, "dev_tree_bytes")))),
+    "timeline": (_timeline, lambda doc: len(_timeline_data(doc)[0])
+                 + len(dig(doc, "startup.limits") or []) * bool(_timeline_data(doc)[0])),
+    "http": (_http, lambda doc: (2 * len(_series(doc, "http.start_ms.initialize"))
+                                 + 2 * len(_http_data(doc, "rps")) + 2 * len(_http_data(doc, "latency_ms.p95")))),
 }
-"""Kind -> (draw on an Axes, whether the results can fill it)."""
+"""Kind -> (draw on a (sub)figure, its number of rows: 0 when the results cannot fill it)."""
 
 
 def available(results) -> list[str]:
     """The chart kinds this results file can fill, in CHARTS order."""
     doc = documents(results)[0]
-    return [kind for kind, (_draw, can) in CHARTS.items() if can(doc)]
+    return [kind for kind, (_draw, rows) in CHARTS.items() if rows(doc)]
 
 
-def _caption(doc: dict) -> str:
+def caption(doc: dict) -> str:
+    """The machine and the run: "AMD EPYC; 2 cores; Linux 6.1; 6 runs after 1 warm-up; 2026-12-01"."""
     env = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
     parts = [str(env[k]) for k in ("cpu_model",) if env.get(k) is not None]
     if env.get("cpu_count") is not None:
@@ -287,11 +379,20 @@ def _caption(doc: dict) -> str:
     return "; ".join(parts)
 
 
-def figure(results, kind: str | None = None):
-    """A Figure of one results file (a ``Results`` or its JSON dict): the chart ``kind``
-    (one of CHARTS, or "history": views/history.py, a figure of its own), or without it one
-    panel per chart the results can fill. The machine (cpu model, cores, OS) and the date
-    are the caption.
+def mark(fig, text: str | None) -> None:
+    """The noisy-run mark: ``text`` in white on a red box above the figure; nothing for None."""
+    if text:
+        fig.suptitle(f"⚠ {text}: the figures may read high", color="white", fontsize=9,
+                     fontweight="bold", bbox={"boxstyle": "round", "facecolor": NOISY,
+                                              "edgecolor": NOISY})
+
+
+def figure(results, kind: str | None = None, labels=None):
+    """A Figure of a results file (a ``Results`` or its JSON dict): the chart ``kind`` (one of
+    CHARTS, or "history": views/history.py), or without it one chart under another for each
+    the results can fill. For "history", ``results`` may be a list of results files (the
+    stored runs, oldest first; ``labels`` one per file), drawn against the run. The machine
+    and the date are the caption; a noisy run is marked (``noisy``).
 
     Raises:
         ValueError: unknown ``kind``, or the results hold nothing that chart needs.
@@ -299,15 +400,18 @@ def figure(results, kind: str | None = None):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    doc = documents(results)[0]
+    docs = documents(results)
+    doc = docs[-1]
     if kind == "history":
         from . import history
 
-        fig = Figure(figsize=(4.5 * max(1, len(history.history_data(doc))) + 1, 13),
-                     layout="constrained")
+        fig = Figure(figsize=(WIDTH, 1), layout="constrained")
         FigureCanvasAgg(fig)
-        history.draw(fig, doc)
-        fig.supxlabel(_caption(doc), fontsize=8, color="dimgray")
+        history.draw(fig.subfigures(1, 1), docs, labels, WIDTH)
+        names = labels or [str(i + 1) for i in range(len(docs))]
+        mark(fig, "; ".join(f"{name}: {text}" if len(docs) > 1 else text
+                            for name, d in zip(names, docs) if (text := noisy(d))) or None)
+        fig.supxlabel(caption(doc), fontsize=7, color="dimgray")
         return fig
     if kind is not None and kind not in CHARTS:
         raise ValueError(f"unknown plot kind {kind!r}; known: {', '.join(CHARTS)}, history")
@@ -318,12 +422,14 @@ def figure(results, kind: str | None = None):
         kinds = [kind]
     if not kinds:
         raise ValueError("nothing to plot: the results file has no server with measurements")
-    rows, cols = (2, 2) if len(kinds) == 4 else (2, 3) if len(kinds) > 4 else (1, len(kinds))
-    fig = Figure(figsize=(7.5 * cols if cols < 3 else 6.5 * cols, 4.8 * rows), layout="constrained")
+    heights = [_height_rows(CHARTS[k][1](doc)) for k in kinds]
+    fig = Figure(figsize=(WIDTH, sum(heights) + 0.5 * bool(noisy(doc))), layout="constrained")
     FigureCanvasAgg(fig)
-    for ax, name in zip(fig.subplots(rows, cols, squeeze=False).ravel(), kinds):
-        CHARTS[name][0](ax, doc)
-    fig.supxlabel(_caption(doc), fontsize=8, color="dimgray")
+    subs = fig.subfigures(len(kinds), 1, squeeze=False, height_ratios=heights)[:, 0]
+    for sub, name in zip(subs, kinds):
+        CHARTS[name][0](sub, doc)
+    mark(fig, noisy(doc))
+    fig.supxlabel(caption(doc), fontsize=7, color="dimgray")
     return fig
 
 
@@ -338,28 +444,33 @@ def image_path(value: str) -> str:
     return value
 
 
-def write(results, kind: str | None, path: Path) -> None:
-    """``figure(results, kind)`` saved to ``path``.
+def require() -> None:
+    """Raises ValueError naming the extra when matplotlib is not installed."""
+    try:
+        import matplotlib  # noqa: F401  (an optional dependency: pyproject.toml, "plot")
+    except ImportError:
+        raise ValueError("plot draws with matplotlib, which is not installed: "
+                         "pip install 'mcpstart[plot]'") from None
+
+
+def write(results, kind: str | None, path: Path, labels=None) -> None:
+    """``figure(results, kind, labels)`` saved to ``path``.
 
     Raises:
         ValueError: matplotlib is not installed (the message names the extra), the figure
             cannot be drawn (no data for ``kind``) or the file cannot be written (the
             message names it).
     """
-    try:
-        import matplotlib  # noqa: F401  (an optional dependency: pyproject.toml, "plot")
-    except ImportError:
-        raise ValueError("plot draws with matplotlib, which is not installed: "
-                         "pip install 'mcpstart[plot]'") from None
-    fig = figure(results, kind)
+    require()
+    fig = figure(results, kind, labels)
     try:
         save(fig, path)
     except OSError as err:
         raise ValueError(f"cannot write {path}: {err.strerror or err}") from err
 
 
-def save(fig, path: Path) -> None:
-    """Write ``fig`` to ``path`` as PNG or SVG, chosen by the suffix.
+def save(fig, path, dpi: int = DPI) -> None:
+    """Write ``fig`` to ``path`` as PNG (``dpi`` pixels per inch) or SVG, chosen by the suffix.
 
     Raises:
         ValueError: another suffix. OSError: the file cannot be written.
@@ -367,4 +478,4 @@ def save(fig, path: Path) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
         raise ValueError(f"{path}: the image type comes from the suffix: {' or '.join(SUFFIXES)}")
-    fig.savefig(path, format=suffix[1:], dpi=150)
+    fig.savefig(path, format=suffix[1:], dpi=dpi)

@@ -625,14 +625,28 @@ def payload_size(n) -> str:
     return f"{n // MIB} MiB" if n % MIB == 0 else f"{n} B"
 
 
+def ci_levels(blocks) -> set[float]:
+    """The confidence levels of the medians' intervals among stats ``blocks`` (dicts from
+    stats.summarize; those without an interval left out)."""
+    return {lv for b in blocks if isinstance(b, dict) and is_number(lv := b.get("ci_level"))
+            and b.get("ci_low") is not None}
+
+
+def level_text(blocks) -> str:
+    """The confidence level of the medians' intervals among stats ``blocks``: "96.9%",
+    "≥ 75%" where they differ, "" where none has an interval."""
+    levels = ci_levels(blocks)
+    if not levels:
+        return ""
+    return f"{min(levels) * 100:.3g}%" if len(levels) == 1 else f"≥ {min(levels) * 100:.3g}%"
+
+
 def _label_context(docs: list[dict]) -> dict[str, str]:
     """What row labels say about the run: the large call's size, the page cache state,
     the confidence level of the median's interval."""
     sizes = {payload_size(dig(d, "settings.payload_bytes")) for d in docs}
     caches = {c for d in docs if isinstance(c := dig(d, "settings.cache_state"), str)}
-    levels = {lv for d in docs for s in servers(d)
-              if isinstance(lv := dig(s, "handshake_ms.ci_level"), (int, float))
-              and not isinstance(lv, bool) and dig(s, "handshake_ms.ci_low") is not None}
+    levels = ci_levels(dig(s, "handshake_ms") for d in docs for s in servers(d))
     ci = ""
     if len(levels) == 1:
         ci = f" [{next(iter(levels)) * 100:.3g}% CI]"
