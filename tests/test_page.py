@@ -86,7 +86,8 @@ def test_headless_chromium_shows_the_table_and_the_plots_with_no_console_message
     require_modules("matplotlib")
     browser = next((p for p in ("chromium", "chromium-browser") if shutil.which(p)), None)
     if browser is None:
-        unavailable("not found: chromium (apt-get update && apt-get install -y chromium)")
+        unavailable("not found: chromium (apt-get update && apt-get install -y chromium)",
+                    beyond_ci=True)
     from matplotlib.image import imread
 
     write_report(tmp_path, "reference")
