@@ -132,6 +132,11 @@ def stderr_messages(count: int) -> dict:
                                          "client reads them")
 
 
+NOTIFICATION_FLOOD = 1000
+"""Notifications over a row's sessions from which they are called a flood (a client shows
+a handful of log lines; thousands are work it must do before it can serve the user)."""
+
+
 def notification_flood(counts: dict, total: int) -> dict:
     shown = ", ".join(f"{method} {n}" for method, n in counts.items())
     return warning(Kind.NOTIFICATION_FLOOD, f"{total} notifications in all ({shown})",

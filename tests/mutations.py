@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
-from mcpstart.measure.run import NOTIFICATION_FLOOD
+from mcpstart.warnings import NOTIFICATION_FLOOD
 from scripted import GoodServer, Out, line
 
 TIMEOUT_S = 60.0

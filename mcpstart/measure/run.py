@@ -32,9 +32,6 @@ from .warm import tool_session
 STEPS = (stdio_steps.STEPS, http_steps.STEPS)
 """The transports, in the order their servers are measured."""
 
-NOTIFICATION_FLOOD = 1000
-"""Notifications over a row's sessions from which they are called a flood (a client shows
-a handful of log lines; thousands are work it must do before it can serve the user)."""
 
 
 def new_results(argv: list[str], settings: Settings, order: str,
@@ -387,7 +384,7 @@ def _finish(server: Server, settings: Settings, env: dict,
     row.warnings += server.traffic.warnings()
     row.traffic = server.traffic.record()
     total = sum(server.traffic.notifications.values())
-    if total >= NOTIFICATION_FLOOD:
+    if total >= warn.NOTIFICATION_FLOOD:
         row.warnings.append(warn.notification_flood(row.traffic["notifications"], total))
     if row.orphans:
         row.warnings.append(warn.orphans(len(row.orphans)))
