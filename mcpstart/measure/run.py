@@ -33,7 +33,6 @@ STEPS = (stdio_steps.STEPS, http_steps.STEPS)
 """The transports, in the order their servers are measured."""
 
 
-
 def new_results(argv: list[str], settings: Settings, order: str,
                 toolchains: dict[str, str]) -> Results:
     """An empty Results for this run, with the machine's metadata."""
