@@ -35,13 +35,19 @@ def said(row: dict) -> str:
 
 def test_the_http_fault_servers_as_real_processes(tmp_path):
     """The gzip, endless-cursor and notification-error faults in one server (each is an ok
-    row with a warning of its own), the HTTP+SSE and ignored-port servers on their own."""
+    row with a warning of its own), the HTTP+SSE and ignored-port servers on their own, and
+    one that sends elicitation/create on its standalone GET stream during each call."""
     fake = f"{sys.executable} {FAKE} --port {{port}}"
     began = time.monotonic()
     got = rows(tmp_path, (f"ok={fake} --gzip --endless-cursor --notification-error",
-                          f"old_sse={fake} --old-sse", f"own_port={fake} --own-port"), "http")
+                          f"old_sse={fake} --old-sse", f"own_port={fake} --own-port",
+                          f"elicit={fake} --elicit-on-get"), "http")
     assert time.monotonic() - began < 2 * TIMEOUT_S  # no row sat out its timeout
-    ok, old, own = got["ok"], got["old_sse"], got["own_port"]
+    ok, old, own, elicit = got["ok"], got["old_sse"], got["own_port"], got["elicit"]
+    assert elicit["status"] == "ok", elicit["reason"]
+    assert elicit["http"]["latency_ms"]["n"] == 3
+    assert elicit["traffic"]["server_requests"]["elicitation/create"] >= 3
+    assert elicit["traffic"]["streams"]["standalone_opened"] >= 1
     assert ok["status"] == "ok", ok["reason"]
     assert ok["tools"]["count"] == 1 and ok["http"]["latency_ms"]["n"] == 3
     for evidence in ("Content-Encoding: gzip", "nextCursor", "notifications/initialized"):

@@ -137,6 +137,12 @@ class Transport(ABC):
         with its traffic. The stdio transport has none."""
         return []
 
+    def take_counts(self) -> dict[str, int]:
+        """Counts of what the transport did below the session since the last call (HTTP: its
+        event streams, http.HttpTransport.take_counts), added to the session's traffic. The
+        stdio transport has none."""
+        return {}
+
     @abstractmethod
     def end_input(self) -> None:
         """Close the server's input (stdin EOF) once what is queued is written."""
