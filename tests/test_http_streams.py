@@ -103,3 +103,32 @@ def test_a_stream_that_cannot_be_resumed_fails_at_once_saying_how_the_resumption
     assert "ended its event stream without the answer" in row.reason, row.reason
     assert "Last-Event-ID: c-0" in row.reason and "HTTP 405" in row.reason
     assert longest_life_s(made) < 2
+
+
+class SlowAccept(HttpGood):
+    """Answers notifications/initialized's 202 after 1 s (virtual)."""
+
+    def http(self, request):
+        wires = super().http(request)
+        if isinstance(request.message, dict) and \
+                request.message.get("method") == "notifications/initialized":
+            return [Wire(w.kind, w.data, 1.0) for w in wires]
+        return wires
+
+
+def test_nothing_overtakes_a_notification_that_awaits_its_202():
+    from scripted_http import ScriptedHttpTransport
+
+    from mcpstart.transports.session import Session, Waits
+    from mcpstart.wire import initialize_request
+
+    transport = ScriptedHttpTransport(SlowAccept())
+    session = Session.start(transport, initialize_request("2025-11-25"), wait_s=5, waits=Waits())
+    session.wait(1, 5)
+    session.notify("notifications/initialized")
+    session.request("tools/list", {}, 5)
+    session.shutdown()
+    sent = {r.method + str((r.message or {}).get("method")): transport.requests.index(r)
+            for r in transport.requests}
+    assert sent["POSTnotifications/initialized"] < sent["GETNone"] < sent["POSTtools/list"]
+    assert transport.now_s >= 1.0
