@@ -149,14 +149,13 @@ def test_a_request_is_what_a_server_parses_and_no_field_can_break_it():
 class RawServer:
     """A loopback listener in a thread: each request read (httptools), ``reply(message,
     headers)`` gives the writes to make (bytes, or a float: a pause in seconds) and whether
-    to close the connection after them. ``requests`` keeps what came: (message, headers);
-    a GET (the standalone stream) is answered 405 and counted in ``gets``."""
+    to close the connection after them. ``requests`` keeps what came: (message, headers)."""
 
     def __init__(self, reply):
         self.reply, self.requests = reply, []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/mcp"
-        self.connections = self.gets = 0
+        self.connections = 0
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
@@ -182,10 +181,6 @@ class RawServer:
                 self.body += data
 
             def on_message_complete(self):
-                if parser.get_method() == b"GET":  # no standalone stream offered
-                    server.gets += 1
-                    conn.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-                    return self.__init__()
                 message = json.loads(self.body) if self.body else None
                 server.requests.append((message, self.headers))
                 writes, close = server.reply(message, self.headers)
@@ -258,10 +253,8 @@ def test_every_framing_of_an_answer_is_read_when_it_is_whole(framing):
         # read when whole: waiting for more would end in "no answer within 60 s"
         assert session.request("tools/list", {}, 60).message["result"] == {"tools": []}
         # a close-delimited answer ends its connection: the notification (its 202 has a
-        # length) and tools/list went on a second one; the GET for the standalone stream
-        # went on one of its own
-        assert server.gets == 1
-        assert server.connections == (3 if framing == "close" else 2)
+        # length) and tools/list went on a second one
+        assert server.connections == (2 if framing == "close" else 1)
         assert server.requests[2][1]["mcp-session-id"] == "s-1"
         session.shutdown()
 

@@ -57,6 +57,13 @@ def test_a_request_on_the_standalone_get_stream_is_answered_and_the_call_complet
     gets = [r for t in made for r in t.requests if r.method == "GET"]
     assert gets and all(r.headers["accept"] == "text/event-stream"
                         and r.headers["mcp-session-id"] == "s-1" for r in gets)
+    listened = [t for t in made if any(r.method == "GET" for r in t.requests)]
+    assert len(listened) == 2  # the tool session's spawn and the full sessions' spawn
+    # every other spawn (the timed cold start, the revision probes) sent no GET
+    cold = made[0]
+    assert [(r.method, (r.message or {}).get("method")) for r in cold.requests][:4] == [
+        ("POST", "initialize"), ("POST", "notifications/initialized"),
+        ("POST", "tools/list"), ("POST", "tools/call")]
     assert longest_life_s(made) < 20
 
 
@@ -123,6 +130,7 @@ def test_nothing_overtakes_a_notification_that_awaits_its_202():
     from mcpstart.wire import initialize_request
 
     transport = ScriptedHttpTransport(SlowAccept())
+    transport.listen()
     session = Session.start(transport, initialize_request("2025-11-25"), wait_s=5, waits=Waits())
     session.wait(1, 5)
     session.notify("notifications/initialized")

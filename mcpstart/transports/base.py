@@ -143,6 +143,12 @@ class Transport(ABC):
         stdio transport has none."""
         return {}
 
+    def listen(self) -> None:
+        """Open the streams on which the server may send requests unasked, from the next
+        session on (HTTP: the standalone GET stream, http.HttpTransport.listen). Only
+        untimed sessions ask it: a timed start sends what a plain client's start sends. The
+        stdio transport's one stream is always open: nothing to do."""
+
     @abstractmethod
     def end_input(self) -> None:
         """Close the server's input (stdin EOF) once what is queued is written."""

@@ -12,8 +12,10 @@ What the MCP specification asks of a client, and where this module does it:
   ``InitializeResult`` is sent on every later request and ended with DELETE (``shutdown``,
   ``end_session``); ``MCP-Protocol-Version`` carries the negotiated revision on every request
   after initialize.
-- 2025-11-25, "Listening for Messages from the Server": once ``notifications/initialized``
-  is sent, a GET on the endpoint (``Accept: text/event-stream``, the session's headers)
+- 2025-11-25, "Listening for Messages from the Server": on a transport asked to ``listen``
+  (the untimed sessions that call tools: warm.tool_session, the full sessions; never a
+  timed cold start, whose phases a plain client's start must match request for request),
+  once each session's ``notifications/initialized`` is sent, a GET on the endpoint (``Accept: text/event-stream``, the session's headers)
   opens the standalone stream where the server offers one (405: it offers none); the
   server's requests and notifications on it become frames as those of a POST's stream do,
   and the session answers them (session.py). It is closed before the session's DELETE.
@@ -340,6 +342,7 @@ class HttpTransport(Transport):
         self._refused: str | None = None
         self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
         self._counts: dict[str, int] = {}  # take_counts
+        self._listening = False  # listen
 
     def fresh(self) -> "HttpTransport":
         command, url, headers, cpus, path = self._spec
@@ -419,9 +422,15 @@ class HttpTransport(Transport):
             for line in data.splitlines():
                 if line.strip():
                     self._queue.append(self._exchange(line))
-        if self._queue and self._queue[-1].method == "notifications/initialized":
+        if self._listening and self._queue \
+                and self._queue[-1].method == "notifications/initialized":
             self._queue.append(self._stream())
         self._assign()
+
+    def listen(self) -> None:
+        """From the next ``notifications/initialized`` on, each session of this transport
+        opens the standalone GET stream (module doc)."""
+        self._listening = True
 
     def _stream(self, last_event_id: str | None = None,
                 resumes: _Exchange | None = None) -> _Exchange:
