@@ -23,7 +23,9 @@ from mcpstart.transports.http import HttpTransport, _Connection
 
 from scripted import GoodServer
 
-REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
+REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
+           302: "Found", 307: "Temporary Redirect", 308: "Permanent Redirect",
+           400: "Bad Request",
            401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
            500: "Internal Server Error"}
 

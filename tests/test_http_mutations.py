@@ -20,7 +20,7 @@ from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.results import ServerResult
 
-from http_mutations import KINDS, METHODS, Mutation, MutatedHttp
+from http_mutations import KINDS, METHODS, REDIRECTS_FOLLOWED, Mutation, MutatedHttp
 from scripted_http import HttpSpawner
 from test_mutations import said, written_and_rendered
 
@@ -29,7 +29,9 @@ TIMEOUT_S = 60.0
 
 mutation = st.sampled_from(KINDS).flatmap(
     lambda kind: st.sampled_from(kind.methods).map(lambda method: Mutation(kind.name, method)))
-cases = st.lists(mutation, min_size=1, max_size=3, unique_by=lambda m: m.method)
+cases = st.lists(mutation, min_size=1, max_size=3, unique_by=(
+    lambda m: m.method,
+    lambda m: "followed" if m.kind in REDIRECTS_FOLLOWED else (m.kind, m.method)))
 
 
 def check(mutations, tmp_path) -> None:

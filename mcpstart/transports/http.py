@@ -24,6 +24,16 @@ What the MCP specification asks of a client, and where this module does it:
   resumed by a GET with ``Last-Event-ID``, after the stream's last ``retry:`` time; its
   events continue the stream it resumes (a POST's answer may come on it). A resumption
   that brings no new event id is not tried again: the request then fails, saying so.
+- 2025-11-25, "Session Management": a request carrying ``Mcp-Session-Id`` answered HTTP 404
+  means the session is gone, and the client MUST start a new one: the initialize of the
+  session is sent again without the id, then ``notifications/initialized``, then the
+  request again with the new id, all before its answer (so its time holds them), and a
+  note says so. Once per transport: a second 404 fails the request, naming both sessions.
+- A redirect (RFC 9110, section 15.4: 301, 302, 303, 307, 308) to a request: with a
+  ``Location`` of the endpoint's own origin (scheme, host, port), the request is sent again
+  there, as it was, and so is every later one (the endpoint moved), with a note; once per
+  transport. Another origin (where the session's headers, e.g. Authorization, must not go),
+  no Location, or a second redirect fails the request at once, naming status and Location.
 - 2026-07-28, basic/transports/streamable-http, "Request Metadata": a request whose
   ``params._meta`` names ``io.modelcontextprotocol/protocolVersion`` (the stateless era: no
   initialize, no session) carries ``MCP-Protocol-Version`` equal to it, ``Mcp-Method``, and
@@ -68,7 +78,8 @@ import time
 import zlib
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from urllib.parse import urljoin, urlsplit
 
 import psutil
 
@@ -104,6 +115,8 @@ POLL_RESOLUTION_S = 1e-3
 READ_CHUNK = 1 << 16
 LOG_TAIL_BYTES = 2000
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+"""The notification a session renewed after a 404 sends (``_renewed``)."""
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The methods whose ``Mcp-Name`` header mirrors a param (2026-07-28, "Standard Request
 Headers")."""
@@ -195,6 +208,9 @@ class _Exchange:
     """The ``Last-Event-ID`` a "stream" GET sends (None: a new stream)."""
     not_before: float = 0.0
     """The clock's time before which it is not sent (a stream's ``retry:``)."""
+    renews: "_Exchange | None" = None
+    """An initialize sent again for this request, whose session was not found (HTTP 404):
+    its answer is the transport's, never a frame (``_renewed``)."""
 
 
 class _Connection:
@@ -343,6 +359,9 @@ class HttpTransport(Transport):
         self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
         self._counts: dict[str, int] = {}  # take_counts
         self._listening = False  # listen
+        self._initialize: bytes | None = None  # the last initialize's body: a renewal's
+        self._expired: str | None = None  # the session id a 404 ended (module doc)
+        self._moved: str | None = None  # the Location a redirect was followed to
 
     def fresh(self) -> "HttpTransport":
         command, url, headers, cpus, path = self._spec
@@ -470,6 +489,8 @@ class HttpTransport(Transport):
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         kind = ("request" if method and "id" in message else
                 "notification" if method else "response")
+        if method == "initialize":
+            self._initialize = bytes(body)
         return _Exchange(kind, body, self._headers(method, params), message.get("id"), method)
 
     def _headers(self, method: str | None, params: dict | None) -> list[tuple[str, str]]:
@@ -966,6 +987,10 @@ class HttpTransport(Transport):
             self._answered.append(exchange.rpc_id)
             if exchange.method == "initialize":
                 self._initialized(exchange, data)
+        if exchange.renews is not None:
+            if exchange.named:
+                self._renewed(exchange, data, woke)
+            return
         self._frames.append(Frame(data, woke, source="event" if exchange.stream else "body"))
 
     def _initialized(self, exchange: _Exchange, data: bytes) -> None:
@@ -1021,6 +1046,8 @@ class HttpTransport(Transport):
             self._frame(exchange, body, woke)
             if exchange.named:
                 return True
+        if not ok and self._moves(exchange, woke):
+            return True
         if not ok and jsonrpc.names_id(body, exchange.rpc_id):
             self._frame(exchange, body, woke)  # the request's own JSON-RPC error answer
             return True
@@ -1028,6 +1055,73 @@ class HttpTransport(Transport):
             return not self._again(body)
         self._error_answer(exchange, woke, None, body)
         return True
+
+    def _moves(self, exchange: _Exchange, woke: int) -> bool:
+        """A request's error status that moves the session (module doc): a 404 to a request
+        carrying the session id starts a new session, a redirect is followed, each once and
+        noted; each's second time, or a redirect that cannot be followed, is the request's
+        error answer naming what happened. Returns False for any other status."""
+        status, label = exchange.status, f"{exchange.method} answered {_status(exchange)}"
+        sent_id = dict(exchange.headers).get("Mcp-Session-Id")
+        if status == 404 and sent_id is not None and exchange.method != "initialize":
+            if self._expired is not None or self._initialize is None:
+                self._error_answer(exchange, woke, f"{label} carrying Mcp-Session-Id: "
+                                   f"{sent_id}, a session started after an earlier 404 to "
+                                   f"Mcp-Session-Id: {self._expired}: not found either (a new "
+                                   "session is started once)")
+                return True
+            self._expired = sent_id
+            self._notes.append(f"{label} carrying Mcp-Session-Id: {sent_id}: the session was "
+                               "not found (expired); mcpstart started a new one, as the "
+                               "specification says a client must, and sent the request again")
+            self.session_id = None
+            again = _Exchange("request", self._initialize, self._headers("initialize", None),
+                              None, "initialize", renews=exchange)
+            try:
+                again.rpc_id = json.loads(self._initialize).get("id")
+            except (ValueError, AttributeError):
+                pass
+            self._queue.appendleft(again)
+            return True
+        if status not in (301, 302, 303, 307, 308):
+            return False
+        location = exchange.headers_in.get("location", "").strip()
+        target = urlsplit(urljoin(self.endpoint.url, location)) if location else None
+        same = target is not None and target.scheme == "http" and (
+            (target.hostname or "").lower(), target.port or 80) == (
+            self.endpoint.host.lower().strip("[]"), self.endpoint.port)
+        if not location or not same or self._moved is not None:
+            why = ("with no Location: nowhere to follow it" if not location else
+                   f"to Location: {location}, another origin than {self.endpoint.authority} "
+                   "(the session's headers go to its own origin only)" if not same else
+                   f"to Location: {location} after an earlier redirect to {self._moved} "
+                   "(one is followed)")
+            self._error_answer(exchange, woke, f"{label} {why}")
+            return True
+        self._moved = location
+        path = (target.path or "/") + (f"?{target.query}" if target.query else "")
+        self.endpoint = replace(self.endpoint, path=path)
+        self._notes.append(f"{label} to Location: {location} (the same origin): mcpstart sent "
+                           "it there, and every later request")
+        self._queue.appendleft(_Exchange(exchange.kind, exchange.body, exchange.headers,
+                                         exchange.rpc_id, exchange.method))
+        return True
+
+    def _renewed(self, renewal: _Exchange, data: bytes, woke: int) -> None:
+        """The answer to a renewal's initialize (``_moves``): with a session, its
+        ``notifications/initialized`` and the request again go first in the queue; else the
+        request fails, saying what the initialize got."""
+        request = renewal.renews
+        if self.session_id is None:
+            self._error_answer(renewal, woke, f"its answer gave no session: "
+                                              f"{jsonrpc.clip(data, 200)}")
+            return
+        follow = [self._exchange(INITIALIZED)]
+        if self._listening:
+            follow.append(self._stream())
+        follow.append(_Exchange("request", request.body, self._headers(request.method, None),
+                                request.rpc_id, request.method))
+        self._queue.extendleft(reversed(follow))
 
     def _stream_ended(self, exchange: _Exchange, woke: int, broke: str | None) -> None:
         """An event stream ended (``broke``: the cause of its connection's failure, None
@@ -1086,6 +1180,12 @@ class HttpTransport(Transport):
         text = cause or (f"HTTP {status} {exchange.reason}".rstrip()
                          + (f": {said}" if said else " with no body" if status != 202
                             else " with no answer (a request needs one)"))
+        if exchange.renews is not None:  # the new session's initialize failed
+            renews = exchange.renews
+            self._error_answer(renews, woke, f"{_status(renews)} to {renews.method} carrying "
+                               f"Mcp-Session-Id: {self._expired} (the session was not "
+                               f"found), and the initialize of a new session failed: {text}")
+            return
         message = {"jsonrpc": "2.0", "id": exchange.rpc_id,
                    "error": {"code": code, "message": text, "data": {"http_status": status}}}
         self._frames.append(Frame(jsonrpc.json_bytes(message), woke))
