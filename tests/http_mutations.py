@@ -142,10 +142,11 @@ def _split(reply, request):
     return [Wire("bytes", part, 0.01 * i) for i, part in enumerate(parts) if part]
 
 
-def _raw_head(head: bytes):
-    """The answer with its head as given (``{n}``: the body's length)."""
+def _raw_head(head: bytes, sse: bool = False):
+    """The answer with its head as given (``{n}``: the body's length); ``sse``: the body is
+    one event carrying it (so a misread Content-Type fails the read)."""
     def apply(reply, request):
-        body = _body(reply)
+        body = b"data: " + _body(reply) + b"\n\n" if sse else _body(reply)
         return [Wire("bytes", head.replace(b"{n}", str(len(body)).encode()) + body)]
     return apply
 
@@ -158,11 +159,12 @@ KINDS = [
          lambda reply, request: [Wire("bytes", w.data, 2.0) for w in _framed("length")(reply,
                                                                                        request)]),
     Kind("header_casing", "accepted", None, _raw_head(
-        b"HTTP/1.1 200 OK\r\ncontent-TYPE: application/json\r\nmcp-session-id: s-1\r\n"
-        b"CONTENT-LENGTH: {n}\r\n\r\n")),
-    Kind("duplicate_content_type", "accepted", None, _raw_head(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Type: application/json\r\n"
-        b"Mcp-Session-Id: s-1\r\nContent-Length: {n}\r\n\r\n")),
+        b"HTTP/1.1 200 OK\r\ncontent-TYPE: text/event-stream\r\nmcp-session-id: s-1\r\n"
+        b"CONTENT-LENGTH: {n}\r\n\r\n", sse=True)),
+    Kind("duplicate_content_type", "accepted", None, _raw_head(  # the last one counts
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Type: "
+        b"text/event-stream\r\nMcp-Session-Id: s-1\r\nContent-Length: {n}\r\n\r\n",
+        sse=True)),
     Kind("chunked_malformed", "failed", "cannot be read", _raw_head(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s-1\r\n"
         b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")),
