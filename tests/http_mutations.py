@@ -202,8 +202,10 @@ KINDS = [
     Kind("x_gzip", "warned", "Content-Encoding: x-gzip", _coded("x-gzip", gzip.compress)),
     Kind("deflate", "warned", "Content-Encoding: deflate", _coded("deflate", zlib.compress)),
     Kind("identity", "accepted", None, _coded("identity", lambda b: b)),
-    Kind("br", "failed", "Content-Encoding: br", _coded("br", lambda b: b"\x0b\x80" + b)),
-    Kind("unknown_coding", "failed", "Content-Encoding: x-custom",
+    Kind("br", "failed", "Content-Encoding: br, a content coding mcpstart does not decode",
+         _coded("br", lambda b: b"\x0b\x80" + b)),
+    Kind("unknown_coding", "failed", "Content-Encoding: x-custom, a content coding mcpstart "
+         "does not decode",
          _coded("x-custom", lambda b: b[::-1])),
     Kind("gzip_cut", "failed", "ended short", _coded("gzip", lambda b: gzip.compress(b)[:-9])),
     Kind("gzip_not_gzip", "failed", "cannot be decoded", _coded("gzip", lambda b: b)),
