@@ -254,7 +254,8 @@ class MutatedHttp(HttpGood):
         reply = self.reply(message) if mutation is not None else None
         wires = super().http(request) if reply is None else mutation.spec.apply(reply, request)
         if request.method == "POST" and isinstance(message, dict) \
-                and message.get("method") == "initialize":  # each session its own id: s-N
+                and message.get("method") == "initialize" \
+                and any(b"s-1\r\n" in w.data for w in wires):  # each session its own id: s-N
             self.sessions += 1
             wires = [Wire(w.kind, w.data.replace(b"s-1\r\n", b"s-%d\r\n" % self.sessions),
                           w.after_s, w.code, w.where, w.on) for w in wires]

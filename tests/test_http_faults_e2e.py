@@ -2,8 +2,11 @@
 fakes' switches), measured through the engine as a user's run is: the same row for each,
 in wall-clock time well short of the timeout, and no process left behind."""
 
+import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -55,6 +58,50 @@ def test_the_http_fault_servers_as_real_processes(tmp_path):
     assert old["status"] == "failed" and "HTTP+SSE" in old["reason"]
     assert "endpoint" in old["reason"] and "/messages/?session_id=" in old["reason"]
     assert own["status"] == "failed" and "the server listens on 127.0.0.1:" in own["reason"]
+    assert not no_children()
+
+
+def test_a_header_on_the_command_line_measures_a_url_that_needs_it_and_shows_it_nowhere(
+        tmp_path, capsys):
+    """``measure --url URL --header 'Authorization: Bearer ...'`` against the fake as a
+    real process answering 401 without the token: an ok row, the token in no output."""
+    from mcpstart.redact import redact_argv
+    from mcpstart.transports.http import free_port
+
+    token, port = "e2e-s3cret-token", free_port()
+    server = subprocess.Popen([sys.executable, str(FAKE), "--port", str(port), "--bearer",
+                               token], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    try:
+        assert "running on" in server.stdout.readline()  # listening
+        url = f"http://127.0.0.1:{port}/mcp"
+        try:  # the fake refuses a request without the token (an independent client)
+            urllib.request.urlopen(urllib.request.Request(url, b"{}", method="POST"), timeout=5)
+            raise AssertionError("answered without the token")
+        except urllib.error.HTTPError as err:
+            assert err.code == 401
+        header = f"Authorization: Bearer {token}"
+        options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
+                   "recipes_dir": None, "output": tmp_path / "r.json", "load_seconds": 0.0,
+                   "url": url, "headers": (header,)}
+        settings = fast(runs=1, warmup=0, round_trips=3, http_sessions=2, timeout_s=TIMEOUT_S,
+                        transport="http")
+        began = time.monotonic()
+        job = job_for((), options, settings, redact_argv(["mcpstart", "measure", "--url", url,
+                                                          "--header", header]), print)
+        outcome = measure(job)
+        assert time.monotonic() - began < TIMEOUT_S
+    finally:
+        server.kill()
+        server.wait()
+    [row] = outcome.results.to_dict()["servers"]
+    assert row["status"] == "ok", row["reason"]
+    assert row["command"]["header_keys"] == ["Authorization"]
+    assert row["http"]["latency_ms"]["n"] == 3
+    said = capsys.readouterr()
+    outputs = [said.out, said.err, str(outcome.shown().to_dict())] + [
+        p.read_text() for p in tmp_path.iterdir()]
+    assert len(outputs) >= 5 and not any(token in text for text in outputs), outputs[-2:]
     assert not no_children()
 
 

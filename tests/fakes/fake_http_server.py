@@ -64,6 +64,8 @@ parser.add_argument("--elicit-on-get", action="store_true",
                     help="offer the standalone GET stream; during each tools/call of a session "
                          "that opened one, send elicitation/create on it and answer the call "
                          "once it is answered")
+parser.add_argument("--bearer", metavar="TOKEN",
+                    help="answer 401 to any request without Authorization: Bearer TOKEN")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
@@ -170,7 +172,17 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b": ping\r\n\r\n")
             self.wfile.flush()
 
+    def refused(self) -> bool:
+        """--bearer: answered 401 (RFC 6750, invalid_token) when the token is missing."""
+        if args.bearer is None or self.headers.get("Authorization") == f"Bearer {args.bearer}":
+            return False
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.reply(401, b'{"error":"invalid_token"}', headers={"WWW-Authenticate": "Bearer"})
+        return True
+
     def do_DELETE(self):
+        if self.refused():
+            return None
         if self.path != args.path:
             return self.reply(404, b"Not Found", "text/plain")
         sid = self.headers.get("Mcp-Session-Id")
@@ -184,6 +196,8 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(204 if known else 404, b"", "text/plain")
 
     def do_GET(self):
+        if self.refused():
+            return None
         sid = self.headers.get("Mcp-Session-Id")
         if not args.elicit_on_get or self.path != args.path:
             return self.reply(405, b"", "text/plain")
@@ -217,6 +231,8 @@ class Handler(BaseHTTPRequestHandler):
         return asked.wait(10)
 
     def do_POST(self):
+        if self.refused():
+            return None
         if self.path != args.path:
             return self.reply(404, b"Not Found", "text/plain")
         if args.old_sse:
