@@ -72,6 +72,34 @@ def _status(status: int, body: bytes = b"", kind: str = "text/plain", *more):
                                                         headers=more))]
 
 
+HOME = "/mcp/"
+"""Where a same-origin redirect of the harness points; answered there as usual."""
+
+
+def _moved(status: int, location: str | None, home: bool = False):
+    """``status`` with ``location`` (``{host}``: the request's Host); with ``home``, the
+    correct answer to a request at HOME (where the redirect pointed)."""
+    def apply(reply, request):
+        if home and request.target == HOME:
+            return _framed("length")(reply, request)
+        more = (("Location", location.replace("{host}", request.headers.get("host", ""))),) \
+            if location else ()
+        return [Wire("bytes", answer(status, b"", "", headers=more))]
+    return apply
+
+
+def _not_found(always: bool):
+    """HTTP 404 (the TypeScript SDK's "Session not found" body) to a request carrying the
+    first session's id (``always``: any session's); else the correct answer."""
+    def apply(reply, request):
+        sid = request.headers.get("mcp-session-id")
+        if sid == "s-1" or (always and sid):
+            return [Wire("bytes", answer(404, b'{"jsonrpc":"2.0","id":null,"error":{"code":'
+                                              b'-32001,"message":"Session not found"}}'))]
+        return _framed("length")(reply, request)
+    return apply
+
+
 def _typed(kind: str):
     return lambda reply, request: [Wire("bytes", answer(200, NOT_JSON_RPC, kind))]
 
@@ -114,10 +142,11 @@ def _split(reply, request):
     return [Wire("bytes", part, 0.01 * i) for i, part in enumerate(parts) if part]
 
 
-def _raw_head(head: bytes):
-    """The answer with its head as given (``{n}``: the body's length)."""
+def _raw_head(head: bytes, sse: bool = False):
+    """The answer with its head as given (``{n}``: the body's length); ``sse``: the body is
+    one event carrying it (so a misread Content-Type fails the read)."""
     def apply(reply, request):
-        body = _body(reply)
+        body = b"data: " + _body(reply) + b"\n\n" if sse else _body(reply)
         return [Wire("bytes", head.replace(b"{n}", str(len(body)).encode()) + body)]
     return apply
 
@@ -130,11 +159,12 @@ KINDS = [
          lambda reply, request: [Wire("bytes", w.data, 2.0) for w in _framed("length")(reply,
                                                                                        request)]),
     Kind("header_casing", "accepted", None, _raw_head(
-        b"HTTP/1.1 200 OK\r\ncontent-TYPE: application/json\r\nmcp-session-id: s-1\r\n"
-        b"CONTENT-LENGTH: {n}\r\n\r\n")),
-    Kind("duplicate_content_type", "accepted", None, _raw_head(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Type: application/json\r\n"
-        b"Mcp-Session-Id: s-1\r\nContent-Length: {n}\r\n\r\n")),
+        b"HTTP/1.1 200 OK\r\ncontent-TYPE: text/event-stream\r\nmcp-session-id: s-1\r\n"
+        b"CONTENT-LENGTH: {n}\r\n\r\n", sse=True)),
+    Kind("duplicate_content_type", "accepted", None, _raw_head(  # the last one counts
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Type: "
+        b"text/event-stream\r\nMcp-Session-Id: s-1\r\nContent-Length: {n}\r\n\r\n",
+        sse=True)),
     Kind("chunked_malformed", "failed", "cannot be read", _raw_head(
         b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nMcp-Session-Id: s-1\r\n"
         b"Transfer-Encoding: chunked\r\n\r\nzz\r\n")),
@@ -148,9 +178,19 @@ KINDS = [
     Kind("status_400_id_null", "failed", "HTTP 400 Bad Request: Bad session",
          _status(400, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,'
                       b'"message":"Bad session"}}', "application/json")),
-    Kind("status_302_location", "failed", "HTTP 302", _status(302, b"", "", ("Location",
-                                                                            "/elsewhere"))),
-    Kind("status_307_no_location", "failed", "HTTP 307", _status(307)),
+    # redirects (followed once within the origin: a case draws one of the followed ones,
+    # REDIRECTS_FOLLOWED) and a session the server lost (renewed once)
+    Kind("status_302_same_origin", "warned", "HTTP 302", _moved(302, HOME, home=True)),
+    Kind("status_308_same_origin_absolute", "warned", "HTTP 308",
+         _moved(308, "http://{host}" + HOME, home=True)),
+    Kind("status_308_other_origin", "failed", "Location: http://other.example/mcp, another "
+         "origin", _moved(308, "http://other.example/mcp")),
+    Kind("status_307_no_location", "failed", "with no Location", _moved(307, None)),
+    Kind("status_301_again", "failed", "after an earlier redirect", _moved(301, "/again")),
+    Kind("session_expired_404", "warned", "Mcp-Session-Id: s-1: the session was not found",
+         _not_found(False), ("tools/list", "tools/call")),
+    Kind("session_never_found_404", "failed", "not found either", _not_found(True),
+         ("tools/list", "tools/call")),
     Kind("status_200_empty", "failed", "HTTP 200 OK with no body", _status(200)),
     Kind("status_202_for_request", "failed", "HTTP 202 Accepted with no answer", _status(202)),
     # content types of a body that is not JSON-RPC
@@ -162,8 +202,10 @@ KINDS = [
     Kind("x_gzip", "warned", "Content-Encoding: x-gzip", _coded("x-gzip", gzip.compress)),
     Kind("deflate", "warned", "Content-Encoding: deflate", _coded("deflate", zlib.compress)),
     Kind("identity", "accepted", None, _coded("identity", lambda b: b)),
-    Kind("br", "failed", "Content-Encoding: br", _coded("br", lambda b: b"\x0b\x80" + b)),
-    Kind("unknown_coding", "failed", "Content-Encoding: x-custom",
+    Kind("br", "failed", "Content-Encoding: br, a content coding mcpstart does not decode",
+         _coded("br", lambda b: b"\x0b\x80" + b)),
+    Kind("unknown_coding", "failed", "Content-Encoding: x-custom, a content coding mcpstart "
+         "does not decode",
          _coded("x-custom", lambda b: b[::-1])),
     Kind("gzip_cut", "failed", "ended short", _coded("gzip", lambda b: gzip.compress(b)[:-9])),
     Kind("gzip_not_gzip", "failed", "cannot be decoded", _coded("gzip", lambda b: b)),
@@ -181,6 +223,9 @@ KINDS = [
                  answered=False, ends=False)),
 ]
 BY_NAME = {kind.name: kind for kind in KINDS}
+REDIRECTS_FOLLOWED = ("status_302_same_origin", "status_308_same_origin_absolute")
+"""Kinds a case draws one of at most: a second redirect is not followed (its oracle is the
+failure the "again" kind checks)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +242,7 @@ class MutatedHttp(HttpGood):
 
     def __init__(self, mutations: tuple[Mutation, ...] = ()):
         self.mutations = {m.method: m for m in mutations}
+        self.sessions = 0
 
     def fresh(self) -> "MutatedHttp":
         return MutatedHttp(tuple(self.mutations.values()))
@@ -206,6 +252,11 @@ class MutatedHttp(HttpGood):
         mutation = (self.mutations.get(message.get("method"))
                     if request.method == "POST" and isinstance(message, dict) else None)
         reply = self.reply(message) if mutation is not None else None
-        if reply is None:
-            return super().http(request)
-        return mutation.spec.apply(reply, request)
+        wires = super().http(request) if reply is None else mutation.spec.apply(reply, request)
+        if request.method == "POST" and isinstance(message, dict) \
+                and message.get("method") == "initialize" \
+                and any(b"s-1\r\n" in w.data for w in wires):  # each session its own id: s-N
+            self.sessions += 1
+            wires = [Wire(w.kind, w.data.replace(b"s-1\r\n", b"s-%d\r\n" % self.sessions),
+                          w.after_s, w.code, w.where, w.on) for w in wires]
+        return wires

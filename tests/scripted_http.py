@@ -23,7 +23,9 @@ from mcpstart.transports.http import HttpTransport, _Connection
 
 from scripted import GoodServer
 
-REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
+REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 301: "Moved Permanently",
+           302: "Found", 307: "Temporary Redirect", 308: "Permanent Redirect",
+           400: "Bad Request",
            401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
            500: "Internal Server Error"}
 
@@ -34,25 +36,30 @@ class Wire:
     that caused it (after the spawn for ``HttpScript.boot``): ``kind`` "bytes" (``data`` on
     the request's connection), "close" (the server closes that connection), "listen" (it
     listens: on mcpstart's port when ``where`` is None, else only at ``where``, e.g.
-    "127.0.0.1:8000") or "exit" (the process ends with ``code``; its connections close)."""
+    "127.0.0.1:8000") or "exit" (the process ends with ``code``; its connections close).
+    ``on``: an earlier request whose connection takes the bytes or the close instead (the
+    standalone GET stream, a request held open)."""
 
     kind: str
     data: bytes = b""
     after_s: float = 0.0
     code: int = 0
     where: str | None = None
+    on: "Request | None" = None
 
 
 @dataclass
 class Request:
     """A request as the scripted server reads it: ``method``, ``target``, ``headers``
-    (lower-case names), ``body`` and ``message`` (the body's JSON, None when it is none)."""
+    (lower-case names), ``body`` and ``message`` (the body's JSON, None when it is none);
+    ``sock``: the connection it came on."""
 
     method: str
     target: str
     headers: dict[str, str]
     body: bytes
     message: object = None
+    sock: object = field(default=None, repr=False, compare=False)
 
 
 def answer(status: int, body: bytes = b"", content_type: str = "application/json",
@@ -190,7 +197,8 @@ class ScriptedHttpTransport(HttpTransport):
     def _schedule(self, wires: list[Wire], sock: _Socket | None) -> None:
         for wire in wires:
             self._order += 1
-            self._due.append(_Due(self.now_s + wire.after_s, self._order, wire, sock))
+            self._due.append(_Due(self.now_s + wire.after_s, self._order, wire,
+                                  wire.on.sock if wire.on is not None else sock))
         self._due.sort(key=lambda d: (d.at_s, d.order))
 
     def _requests(self, sock: _Socket) -> None:
@@ -209,7 +217,7 @@ class ScriptedHttpTransport(HttpTransport):
                 message = json.loads(body) if body else None
             except ValueError:
                 message = None
-            request = Request(method, target, headers, body, message)
+            request = Request(method, target, headers, body, message, sock)
             self.requests.append(request)
             self._schedule(self.script.http(request), sock)
 
@@ -240,10 +248,10 @@ class ScriptedHttpTransport(HttpTransport):
     def _process_exited(self, wait_s: float) -> bool:
         return self._exit is not None
 
-    def _pump(self, deadline: float) -> bool:
+    def _pump(self, deadline: float, frames_wait: bool = False) -> bool:
         self._assign()
-        if not self._exit_news and not self._frames:
-            until = deadline if self._retry_at is None else min(deadline, self._retry_at)
+        if not self._exit_news and (frames_wait or not self._frames):
+            until = min(deadline, self._timer())
             self._due = [d for d in self._due if d.sock is None or not d.sock.closed]
             if self._due and self._due[0].at_s <= until:
                 due = self._due.pop(0)

@@ -13,6 +13,7 @@ pytest's --hypothesis-show-statistics for the count of each kind drawn).
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from conftest import fast
@@ -20,7 +21,7 @@ from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.results import ServerResult
 
-from http_mutations import KINDS, METHODS, Mutation, MutatedHttp
+from http_mutations import KINDS, METHODS, REDIRECTS_FOLLOWED, Mutation, MutatedHttp
 from scripted_http import HttpSpawner
 from test_mutations import said, written_and_rendered
 
@@ -29,7 +30,9 @@ TIMEOUT_S = 60.0
 
 mutation = st.sampled_from(KINDS).flatmap(
     lambda kind: st.sampled_from(kind.methods).map(lambda method: Mutation(kind.name, method)))
-cases = st.lists(mutation, min_size=1, max_size=3, unique_by=lambda m: m.method)
+cases = st.lists(mutation, min_size=1, max_size=3, unique_by=(
+    lambda m: m.method,
+    lambda m: "followed" if m.kind in REDIRECTS_FOLLOWED else (m.kind, m.method)))
 
 
 def check(mutations, tmp_path) -> None:
@@ -77,10 +80,11 @@ def test_every_mutation_of_a_good_http_answer_keeps_the_invariants(tmp_path, mut
     check(mutations, tmp_path)
 
 
-def test_every_http_kind_alone(tmp_path):
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_every_http_kind_alone(tmp_path, kind):
     """Each kind alone, at the methods in turn (kind i at METHODS[i % 3]); the long run
     (MCPSTART_HTTP_FAULT_CASES=5000 and more) takes every kind at every method."""
-    for index, kind in enumerate(KINDS):
-        methods = kind.methods if CASES >= 5000 else [kind.methods[index % len(kind.methods)]]
-        for method in methods:
-            check([Mutation(kind.name, method)], tmp_path)
+    index = KINDS.index(kind)
+    methods = kind.methods if CASES >= 5000 else [kind.methods[index % len(kind.methods)]]
+    for method in methods:
+        check([Mutation(kind.name, method)], tmp_path)

@@ -139,6 +139,7 @@ def _sessions(server: Server, settings: Settings) -> None:
     first = initialize_request(settings.requested_revision)
     with spawn.started([(server.command, first)], server.spawning(settings),
                        timed=False) as (session,):
+        session.transport.listen()  # each session opens its standalone GET stream
         call = _call(session, settings)
         if call is None:
             for block in ("http.session_ms", "http.sessions_leak"):

@@ -1,5 +1,6 @@
 """What one full Streamable HTTP session costs, and whether sessions are freed: ``count``
-sessions in a row on one server, each POST initialize, POST notifications/initialized, POST
+sessions in a row on one server, each POST initialize, POST notifications/initialized (then
+the standalone GET stream opened, as a client does: http_steps asks ``listen``), POST
 tools/call, DELETE (2025-11-25, "Session Management"), on the kept-alive connection of
 the transport, one request in flight; the server's RSS read before the first and after every
 tenth of them, so memory a session never frees shows as a slope (bytes per session, least

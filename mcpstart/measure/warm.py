@@ -22,7 +22,8 @@ def tool_session(command: Command, settings: Settings, row: ServerResult, skips:
                  progress: Callable[[str], None] = lambda _: None) -> None:
     """One warm session, filling ``row`` (a results.ServerResult) step by step so that a
     failure keeps everything measured before it (docs/faults.md, family 15): initialize,
-    ``notifications/initialized``, ``tools/list`` (all pages: the ``tools`` block), idle
+    ``notifications/initialized`` (over HTTP the standalone GET stream opened after it:
+    Transport.listen), ``tools/list`` (all pages: the ``tools`` block), idle
     memory once settled (``memory``), ``settings.round_trips`` small calls one at a time
     (``round_trip_ms``), the large call twice: once timed with nothing else of mcpstart
     running, its processes' high-water marks reset before and read after (``payload``; the
@@ -36,6 +37,7 @@ def tool_session(command: Command, settings: Settings, row: ServerResult, skips:
     """
     first = initialize_request(settings.requested_revision)
     with spawn.started([(command, first)], settings, timed=False) as (session,):
+        session.transport.listen()  # untimed: the server's own streams are open (HTTP's GET)
         try:
             _steps(session, settings, row, skips, progress)
         finally:

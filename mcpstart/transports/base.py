@@ -137,6 +137,18 @@ class Transport(ABC):
         with its traffic. The stdio transport has none."""
         return []
 
+    def take_counts(self) -> dict[str, int]:
+        """Counts of what the transport did below the session since the last call (HTTP: its
+        event streams, http.HttpTransport.take_counts), added to the session's traffic. The
+        stdio transport has none."""
+        return {}
+
+    def listen(self) -> None:
+        """Open the streams on which the server may send requests unasked, from the next
+        session on (HTTP: the standalone GET stream, http.HttpTransport.listen). Only
+        untimed sessions ask it: a timed start sends what a plain client's start sends. The
+        stdio transport's one stream is always open: nothing to do."""
+
     @abstractmethod
     def end_input(self) -> None:
         """Close the server's input (stdin EOF) once what is queued is written."""

@@ -12,6 +12,28 @@ What the MCP specification asks of a client, and where this module does it:
   ``InitializeResult`` is sent on every later request and ended with DELETE (``shutdown``,
   ``end_session``); ``MCP-Protocol-Version`` carries the negotiated revision on every request
   after initialize.
+- 2025-11-25, "Listening for Messages from the Server": on a transport asked to ``listen``
+  (the untimed sessions that call tools: warm.tool_session, the full sessions; never a
+  timed cold start, whose phases a plain client's start must match request for request),
+  once each session's ``notifications/initialized`` is sent, a GET on the endpoint (``Accept: text/event-stream``, the session's headers)
+  opens the standalone stream where the server offers one (405: it offers none); the
+  server's requests and notifications on it become frames as those of a POST's stream do,
+  and the session answers them (session.py). It is closed before the session's DELETE.
+- 2025-11-25, "Resumability and Redelivery": an event stream that ends or breaks before
+  it is done (a POST's before its answer, the standalone one) after an event with an id is
+  resumed by a GET with ``Last-Event-ID``, after the stream's last ``retry:`` time; its
+  events continue the stream it resumes (a POST's answer may come on it). A resumption
+  that brings no new event id is not tried again: the request then fails, saying so.
+- 2025-11-25, "Session Management": a request carrying ``Mcp-Session-Id`` answered HTTP 404
+  means the session is gone, and the client MUST start a new one: the initialize of the
+  session is sent again without the id, then ``notifications/initialized``, then the
+  request again with the new id, all before its answer (so its time holds them), and a
+  note says so. Once per transport: a second 404 fails the request, naming both sessions.
+- A redirect (RFC 9110, section 15.4: 301, 302, 303, 307, 308) to a request: with a
+  ``Location`` of the endpoint's own origin (scheme, host, port), the request is sent again
+  there, as it was, and so is every later one (the endpoint moved), with a note; once per
+  transport. Another origin (where the session's headers, e.g. Authorization, must not go),
+  no Location, or a second redirect fails the request at once, naming status and Location.
 - 2026-07-28, basic/transports/streamable-http, "Request Metadata": a request whose
   ``params._meta`` names ``io.modelcontextprotocol/protocolVersion`` (the stateless era: no
   initialize, no session) carries ``MCP-Protocol-Version`` equal to it, ``Mcp-Method``, and
@@ -56,7 +78,8 @@ import time
 import zlib
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from urllib.parse import urljoin, urlsplit
 
 import psutil
 
@@ -92,6 +115,8 @@ POLL_RESOLUTION_S = 1e-3
 READ_CHUNK = 1 << 16
 LOG_TAIL_BYTES = 2000
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+"""The notification a session renewed after a 404 sends (``_renewed``)."""
 NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The methods whose ``Mcp-Name`` header mirrors a param (2026-07-28, "Standard Request
 Headers")."""
@@ -151,7 +176,8 @@ def affinity(cpus: frozenset[int] | None):
 @dataclass
 class _Exchange:
     """One HTTP request and its answer as it arrives. ``kind``: "request", "notification",
-    "response" (a reply to a server's request), "delete" (the session's end) or "raw" (bytes
+    "response" (a reply to a server's request), "delete" (the session's end), "stream" (a
+    GET for an event stream: the standalone one, or ``resumes`` a request's) or "raw" (bytes
     that are no JSON message); ``rpc_id``/``method``: the JSON-RPC request's; ``body``: the
     message's bytes as the session built them (a view: never copied)."""
 
@@ -176,6 +202,15 @@ class _Exchange:
     prepared: list[memoryview] | None = None
     """The request's buffers (``_encode``), made before the clock for the first request of a
     spawn."""
+    resumes: "_Exchange | None" = None
+    """A "stream" GET's request whose event stream it resumes (None: the standalone one)."""
+    last_event_id: str | None = None
+    """The ``Last-Event-ID`` a "stream" GET sends (None: a new stream)."""
+    not_before: float = 0.0
+    """The clock's time before which it is not sent (a stream's ``retry:``)."""
+    renews: "_Exchange | None" = None
+    """An initialize sent again for this request, whose session was not found (HTTP 404):
+    its answer is the transport's, never a frame (``_renewed``)."""
 
 
 class _Connection:
@@ -199,8 +234,9 @@ class _Connection:
 def _label(exchange: _Exchange) -> str:
     """What an exchange carried, as a note names it."""
     return exchange.method or {"response": "a reply to the server's request",
-                               "delete": "the session's DELETE"}.get(exchange.kind,
-                                                                     "bytes that are no message")
+                               "delete": "the session's DELETE",
+                               "stream": "the standalone GET stream"}.get(
+                                   exchange.kind, "bytes that are no message")
 
 
 def _status(exchange: _Exchange) -> str:
@@ -213,10 +249,18 @@ def _status(exchange: _Exchange) -> str:
 
 
 def _answered(conn: _Connection) -> bool:
-    """Whether ``conn`` carries a request already answered on an event stream still open."""
+    """Whether ``conn`` carries a request already answered on an event stream still open
+    (the request's own, or the GET that resumed it)."""
     exchange = conn.exchange
-    return (exchange is not None and exchange.kind == "request" and exchange.named
+    target = exchange and (exchange.resumes or exchange)
+    return (exchange is not None and target.kind == "request" and target.named
             and exchange.stream is not None)
+
+
+def _standalone(conn: _Connection) -> bool:
+    """Whether ``conn`` carries the standalone GET stream (never a request in flight)."""
+    exchange = conn.exchange
+    return exchange is not None and exchange.kind == "stream" and exchange.resumes is None
 
 
 def _prepare(command: Command) -> tuple[Prepared, int]:
@@ -313,6 +357,11 @@ class HttpTransport(Transport):
         self._elsewhere: list[str] = []
         self._refused: str | None = None
         self._answered: deque = deque(maxlen=64)  # the ids of the last requests answered
+        self._counts: dict[str, int] = {}  # take_counts
+        self._listening = False  # listen
+        self._initialize: bytes | None = None  # the last initialize's body: a renewal's
+        self._expired: str | None = None  # the session id a 404 ended (module doc)
+        self._moved: str | None = None  # the Location a redirect was followed to
 
     def fresh(self) -> "HttpTransport":
         command, url, headers, cpus, path = self._spec
@@ -392,7 +441,39 @@ class HttpTransport(Transport):
             for line in data.splitlines():
                 if line.strip():
                     self._queue.append(self._exchange(line))
+        if self._listening and self._queue \
+                and self._queue[-1].method == "notifications/initialized":
+            self._queue.append(self._stream())
         self._assign()
+
+    def listen(self) -> None:
+        """From the next ``notifications/initialized`` on, each session of this transport
+        opens the standalone GET stream (module doc)."""
+        self._listening = True
+
+    def _stream(self, last_event_id: str | None = None,
+                resumes: _Exchange | None = None) -> _Exchange:
+        """A GET for an event stream (module doc): the standalone one, or with
+        ``last_event_id`` the resumption of a stream (``resumes``: its request)."""
+        headers = [("Accept", "text/event-stream")]
+        if self.protocol_version:
+            headers.append(("MCP-Protocol-Version", self.protocol_version))
+        if self.session_id:
+            headers.append(("Mcp-Session-Id", self.session_id))
+        if last_event_id is not None:
+            headers.append(("Last-Event-ID", last_event_id))
+        return _Exchange("stream", b"", headers + list(self.endpoint.headers),
+                         resumes=resumes, last_event_id=last_event_id)
+
+    def _count(self, what: str) -> None:
+        self._counts[what] = self._counts.get(what, 0) + 1
+
+    def take_counts(self) -> dict[str, int]:
+        """Event streams since the last call: ``standalone_opened`` (the GET answered with a
+        stream), ``standalone_none`` (answered 405), ``resumed`` (GETs with
+        ``Last-Event-ID``)."""
+        counts, self._counts = self._counts, {}
+        return counts
 
     def _exchange(self, body: bytes | memoryview, message: dict | None = None) -> _Exchange:
         """The exchange that POSTs ``body``; ``message`` is what it encodes (parsed from
@@ -408,6 +489,8 @@ class HttpTransport(Transport):
         params = message.get("params") if isinstance(message.get("params"), dict) else {}
         kind = ("request" if method and "id" in message else
                 "notification" if method else "response")
+        if method == "initialize":
+            self._initialize = bytes(body)
         return _Exchange(kind, body, self._headers(method, params), message.get("id"), method)
 
     def _headers(self, method: str | None, params: dict | None) -> list[tuple[str, str]]:
@@ -432,8 +515,17 @@ class HttpTransport(Transport):
 
     def new_session(self) -> None:
         """Forget the session: the next ``initialize`` opens another one on the same server
-        (a full session per iteration)."""
+        (a full session per iteration); its event streams are closed."""
+        self._close_streams()
         self.session_id = self.protocol_version = None
+
+    def _close_streams(self) -> None:
+        """Close the connections of the session's GET streams, and forget queued ones."""
+        for conn in self._connections:
+            if conn.exchange is not None and conn.exchange.kind == "stream":
+                conn.exchange.done, conn.exchange = True, None
+                conn.close()
+        self._queue = deque(e for e in self._queue if e.kind != "stream")
 
     def end_session(self, timeout_s: float) -> int | None:
         """DELETE the current session (2025-11-25, "Session Management") and wait for the
@@ -441,6 +533,7 @@ class HttpTransport(Transport):
         let clients end sessions), or None when there is no session or no answer came."""
         if self.session_id is None:
             return None
+        self._close_streams()
         exchange = _Exchange("delete", b"", [("Mcp-Session-Id", self.session_id),
                                              *(([("MCP-Protocol-Version", self.protocol_version)]
                                                 if self.protocol_version else [])),
@@ -449,24 +542,36 @@ class HttpTransport(Transport):
         self._queue.append(exchange)
         deadline = self.clock() + timeout_s
         while not exchange.done and self.clock() < deadline and self._exited_ns is None:
-            self._pump(deadline)
+            self._pump(deadline, frames_wait=True)
         return exchange.status if exchange.done else None
 
     # ----- the connections -------------------------------------------------------------
     def _assign(self) -> None:
         """Give queued exchanges, in order, to idle connections; open one when none is idle
-        and ``_room`` allows it."""
+        and ``_room`` allows it. A stream GET goes on a connection of its own (it holds it),
+        once its ``not_before`` has come (``_timer`` wakes the pump for it); what is queued
+        behind it does not wait for that, nor for a connection for it. Nothing overtakes a
+        notification that awaits its 202 (2025-11-25: messages in order)."""
         while self._queue:
-            conn = next((c for c in self._connections if c.exchange is None and not c.closed
-                         and self._usable(c)), None)
-            self._connections = [c for c in self._connections if not c.closed]
-            if conn is None:
-                if not self._room():
+            if any(c.exchange is not None and c.exchange.kind == "notification"
+                   and c.exchange.status is None for c in self._connections):
+                return
+            now = self.clock()
+            for exchange in [e for e in self._queue if e.not_before <= now]:
+                conn = None if exchange.kind == "stream" else next(
+                    (c for c in self._connections if c.exchange is None and not c.closed
+                     and self._usable(c)), None)
+                self._connections = [c for c in self._connections if not c.closed]
+                if conn is None and self._room(exchange):
+                    conn = self._connect()
+                if conn is not None:
+                    break
+                if exchange.kind != "stream":
                     return
-                conn = self._connect()
-                if conn is None:
-                    return
-            self._begin(conn, self._queue.popleft())
+            else:
+                return
+            self._queue.remove(exchange)
+            self._begin(conn, exchange)
 
     def _usable(self, conn: _Connection) -> bool:
         """Whether an idle connection can carry the next request. The server may have closed
@@ -492,24 +597,24 @@ class HttpTransport(Transport):
         conn.close()
         return False
 
-    def _room(self) -> bool:
-        """Whether another connection may open for the head of the queue: not while a
-        notification awaits its 202 (what follows it must not overtake it), not for a
-        notification while a request is in flight, and at most MAX_CONNECTIONS at once. A
+    def _room(self, exchange: _Exchange) -> bool:
+        """Whether another connection may open for ``exchange`` (``_assign`` holds everything
+        while a notification awaits its 202): not for a notification while a request is in
+        flight, and at most MAX_CONNECTIONS at once. A
         request whose answer came on an event stream the server keeps open (it SHOULD close
         it, 2025-11-25 "Sending Messages to the Server") is not in flight: at the limit, the
-        oldest such stream is closed to make room."""
-        in_flight = [c for c in self._connections if not _answered(c)]
-        if any(c.exchange.kind == "notification" and c.exchange.status is None
-               for c in in_flight):
-            return False
-        if self._queue[0].kind == "notification" and in_flight:
+        oldest such stream (or an idle connection, first) is closed to make room."""
+        in_flight = [c for c in self._connections if c.exchange is not None
+                     and not _answered(c) and not _standalone(c)]
+        if exchange.kind == "notification" and in_flight:
             return False
         if len(self._connections) >= MAX_CONNECTIONS:
-            lingering = next((c for c in self._connections if _answered(c)), None)
+            lingering = next((c for c in self._connections if c.exchange is None),
+                             None) or next((c for c in self._connections if _answered(c)), None)
             if lingering is None:
                 return False
-            lingering.exchange.done, lingering.exchange = True, None
+            if lingering.exchange is not None:
+                lingering.exchange.done, lingering.exchange = True, None
             lingering.close()
             self._connections.remove(lingering)
         return True
@@ -628,8 +733,9 @@ class HttpTransport(Transport):
                 the server's word, holding a line break).
         """
         headers = [("Host", self.endpoint.authority), *exchange.headers]
-        if exchange.kind == "delete":
-            return [memoryview(request_head("DELETE", self.endpoint.path, headers))]
+        if exchange.kind in ("delete", "stream"):
+            method = "DELETE" if exchange.kind == "delete" else "GET"
+            return [memoryview(request_head(method, self.endpoint.path, headers))]
         body = memoryview(exchange.body)
         return [memoryview(request_head("POST", self.endpoint.path, headers, len(body))), body]
 
@@ -699,14 +805,15 @@ class HttpTransport(Transport):
         frames, self._frames = self._frames, []
         return frames
 
-    def _pump(self, deadline: float) -> bool:
+    def _pump(self, deadline: float, frames_wait: bool = False) -> bool:
         """One wait: poll the connections and the process, handle what is ready. Returns
-        True when it saw the process exit (once)."""
+        True when it saw the process exit (once). Frames not yet taken end it at once
+        unless ``frames_wait`` (a wait for something else: the session's DELETE)."""
         self._assign()
         if self._exit_news:  # seen while assigning (a reconnect the dead server refused)
             self._exit_news = False
             return True
-        if self._frames:  # made while assigning (requests failed at once): no wait
+        if self._frames and not frames_wait:  # made while assigning: no wait
             return False
         poller = select.poll()
         owners: dict[int, _Connection] = {}
@@ -719,9 +826,7 @@ class HttpTransport(Transport):
                 owners[conn.sock.fileno()] = conn
         if self.pidfd is not None and self._exited_ns is None:
             poller.register(self.pidfd, select.POLLIN)
-        wait = deadline - self.clock()
-        if self._retry_at is not None:
-            wait = min(wait, self._retry_at - self.clock())
+        wait = min(deadline, self._timer()) - self.clock()
         short = wait < POLL_RESOLUTION_S and not owners  # a retry's wait: no socket to watch
         events = poller.poll(0 if short else max(wait, 0) * 1000)
         if not events and short and wait > 0:  # poll(2) rounds up to whole ms
@@ -744,6 +849,13 @@ class HttpTransport(Transport):
         self._connections = [c for c in self._connections if not c.closed]
         stop, self._exit_news = self._exit_news, False
         return stop
+
+    def _timer(self) -> float:
+        """The clock's time of the next thing due without a socket event: a connect retry,
+        or a queued GET's ``not_before``; infinity when none."""
+        due = [e.not_before for e in self._queue if e.not_before]
+        return min(due + ([self._retry_at] if self._retry_at is not None else []),
+                   default=float("inf"))
 
     def _finish_connect(self, conn: _Connection, woke: int) -> None:
         code = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
@@ -801,6 +913,10 @@ class HttpTransport(Transport):
             exchange.headers_in = headers
             if exchange.content_type == "text/event-stream" and 200 <= exchange.status < 300:
                 exchange.stream = EventStream()
+            if exchange.kind == "stream" and exchange.resumes is None \
+                    and exchange.last_event_id is None:
+                self._count("standalone_opened" if exchange.stream else "standalone_none"
+                            if exchange.status == 405 else "standalone_refused")
             try:
                 exchange.decoder = content_decoder(headers.get("content-encoding", ""))
             except ValueError as err:
@@ -859,7 +975,7 @@ class HttpTransport(Transport):
             if event.event == "endpoint" and exchange.kind == "request":
                 self._end(conn, OLD_SSE.format(jsonrpc.clip(event.data, 120)))
                 return
-            self._frame(exchange, event.data, woke)
+            self._frame(exchange.resumes or exchange, event.data, woke)
         if exchange.stream.pending_bytes > MAX_LINE_BYTES:
             raise FrameTooLong(f"an event of more than {MAX_LINE_BYTES} bytes")
 
@@ -871,6 +987,10 @@ class HttpTransport(Transport):
             self._answered.append(exchange.rpc_id)
             if exchange.method == "initialize":
                 self._initialized(exchange, data)
+        if exchange.renews is not None:
+            if exchange.named:
+                self._renewed(exchange, data, woke)
+            return
         self._frames.append(Frame(data, woke, source="event" if exchange.stream else "body"))
 
     def _initialized(self, exchange: _Exchange, data: bytes) -> None:
@@ -895,6 +1015,9 @@ class HttpTransport(Transport):
         status, body = exchange.status, bytes(exchange.buffer)
         if exchange.kind == "delete":
             return True
+        if exchange.kind == "stream":
+            self._stream_ended(exchange, woke, None)
+            return True
         ok = status is not None and 200 <= status < 300
         if exchange.kind != "request":
             if ok and body.strip() and self._again(body):
@@ -910,11 +1033,7 @@ class HttpTransport(Transport):
                                    "the specification asks 202 Accepted with no body)")
             return True
         if ok and exchange.stream is not None:
-            for event in exchange.stream.end():
-                self._frame(exchange, event.data, woke)
-            if not exchange.named:
-                self._error_answer(exchange, woke, "the server ended its event stream without "
-                                                   "the answer")
+            self._stream_ended(exchange, woke, None)
             return True
         if ok and body.strip():
             decoded = jsonrpc.decode(body, "body")
@@ -927,6 +1046,8 @@ class HttpTransport(Transport):
             self._frame(exchange, body, woke)
             if exchange.named:
                 return True
+        if not ok and self._moves(exchange, woke):
+            return True
         if not ok and jsonrpc.names_id(body, exchange.rpc_id):
             self._frame(exchange, body, woke)  # the request's own JSON-RPC error answer
             return True
@@ -934,6 +1055,112 @@ class HttpTransport(Transport):
             return not self._again(body)
         self._error_answer(exchange, woke, None, body)
         return True
+
+    def _moves(self, exchange: _Exchange, woke: int) -> bool:
+        """A request's error status that moves the session (module doc): a 404 to a request
+        carrying the session id starts a new session, a redirect is followed, each once and
+        noted; each's second time, or a redirect that cannot be followed, is the request's
+        error answer naming what happened. Returns False for any other status."""
+        status, label = exchange.status, f"{exchange.method} answered {_status(exchange)}"
+        sent_id = dict(exchange.headers).get("Mcp-Session-Id")
+        if status == 404 and sent_id is not None and exchange.method != "initialize":
+            if self._expired is not None or self._initialize is None:
+                self._error_answer(exchange, woke, f"{label} carrying Mcp-Session-Id: "
+                                   f"{sent_id}, a session started after an earlier 404 to "
+                                   f"Mcp-Session-Id: {self._expired}: not found either (a new "
+                                   "session is started once)")
+                return True
+            self._expired = sent_id
+            self._notes.append(f"{label} carrying Mcp-Session-Id: {sent_id}: the session was "
+                               "not found (expired); mcpstart started a new one, as the "
+                               "specification says a client must, and sent the request again")
+            self.session_id = None
+            again = _Exchange("request", self._initialize, self._headers("initialize", None),
+                              None, "initialize", renews=exchange)
+            try:
+                again.rpc_id = json.loads(self._initialize).get("id")
+            except (ValueError, AttributeError):
+                pass
+            self._queue.appendleft(again)
+            return True
+        if status not in (301, 302, 303, 307, 308):
+            return False
+        location = exchange.headers_in.get("location", "").strip()
+        target = urlsplit(urljoin(self.endpoint.url, location)) if location else None
+        same = target is not None and target.scheme == "http" and (
+            (target.hostname or "").lower(), target.port or 80) == (
+            self.endpoint.host.lower().strip("[]"), self.endpoint.port)
+        if not location or not same or self._moved is not None:
+            why = ("with no Location: nowhere to follow it" if not location else
+                   f"to Location: {location}, another origin than {self.endpoint.authority} "
+                   "(the session's headers go to its own origin only)" if not same else
+                   f"to Location: {location} after an earlier redirect to {self._moved} "
+                   "(one is followed)")
+            self._error_answer(exchange, woke, f"{label} {why}")
+            return True
+        self._moved = location
+        path = (target.path or "/") + (f"?{target.query}" if target.query else "")
+        self.endpoint = replace(self.endpoint, path=path)
+        self._notes.append(f"{label} to Location: {location} (the same origin): mcpstart sent "
+                           "it there, and every later request")
+        self._queue.appendleft(_Exchange(exchange.kind, exchange.body, exchange.headers,
+                                         exchange.rpc_id, exchange.method))
+        return True
+
+    def _renewed(self, renewal: _Exchange, data: bytes, woke: int) -> None:
+        """The answer to a renewal's initialize (``_moves``): with a session, its
+        ``notifications/initialized`` and the request again go first in the queue; else the
+        request fails, saying what the initialize got."""
+        request = renewal.renews
+        if self.session_id is None:
+            self._error_answer(renewal, woke, f"its answer gave no session: "
+                                              f"{jsonrpc.clip(data, 200)}")
+            return
+        follow = [self._exchange(INITIALIZED)]
+        if self._listening:
+            follow.append(self._stream())
+        follow.append(_Exchange("request", request.body, self._headers(request.method, None),
+                                request.rpc_id, request.method))
+        self._queue.extendleft(reversed(follow))
+
+    def _stream_ended(self, exchange: _Exchange, woke: int, broke: str | None) -> None:
+        """An event stream ended (``broke``: the cause of its connection's failure, None
+        for an end the server made), or a stream GET was answered without one: what it
+        held becomes frames; a stream left unfinished is resumed where the module doc says
+        so; else a request whose answer it was to carry fails, saying how it ended."""
+        stream = exchange.stream
+        target = exchange.resumes or (exchange if exchange.kind == "request" else None)
+        if stream is not None and broke is None:
+            for event in stream.end():
+                self._frame(target or exchange, event.data, woke)
+        if target is not None and target.named:
+            return
+        if stream is None and exchange.kind == "stream":  # a GET answered without a stream
+            if target is None:
+                if exchange.status != 405:
+                    self._notes.append(f"the standalone GET stream was answered "
+                                       f"{_status(exchange)} (the specification asks for an "
+                                       "event stream or HTTP 405)")
+                return
+            self._failed(target, f"the server ended its event stream without the answer, and "
+                                 f"the GET that resumes it (Last-Event-ID: "
+                                 f"{exchange.last_event_id}) was answered {_status(exchange)}")
+            return
+        last = stream.last_id if stream is not None else None
+        if last is not None and last != exchange.last_event_id and (
+                target is not None or self.session_id is not None):
+            again = self._stream(last, target)
+            again.not_before = self.clock() + (stream.retry_ms or 0) / 1000
+            self._queue.append(again)
+            self._count("resumed")
+            return
+        if target is None:
+            return  # the standalone stream ended: the server may end it (2025-11-25)
+        cause = broke or "the server ended its event stream without the answer"
+        if exchange.last_event_id is not None:
+            cause += (f" (it was resumed with Last-Event-ID: {exchange.last_event_id}, and "
+                      "the resumed stream brought no further event id)")
+        self._failed(target, cause)
 
     def _again(self, body: bytes) -> bool:
         """Whether ``body`` names a request answered already: its answer written again."""
@@ -953,6 +1180,12 @@ class HttpTransport(Transport):
         text = cause or (f"HTTP {status} {exchange.reason}".rstrip()
                          + (f": {said}" if said else " with no body" if status != 202
                             else " with no answer (a request needs one)"))
+        if exchange.renews is not None:  # the new session's initialize failed
+            renews = exchange.renews
+            self._error_answer(renews, woke, f"{_status(renews)} to {renews.method} carrying "
+                               f"Mcp-Session-Id: {self._expired} (the session was not "
+                               f"found), and the initialize of a new session failed: {text}")
+            return
         message = {"jsonrpc": "2.0", "id": exchange.rpc_id,
                    "error": {"code": code, "message": text, "data": {"http_status": status}}}
         self._frames.append(Frame(jsonrpc.json_bytes(message), woke))
@@ -979,13 +1212,19 @@ class HttpTransport(Transport):
         if self._process_exited(0.1):
             exchange.done = True
             return
+        if exchange.stream is not None:
+            exchange.done = True
+            self._stream_ended(exchange, self.now_ns(), cause)
+            return
         self._failed(exchange, cause)
 
     def _failed(self, exchange: _Exchange, cause: str) -> None:
         """``exchange`` ends without an answer: a request gets an error answer saying
         ``cause`` (unless its answer already came), anything else a note."""
         exchange.done = True
-        if exchange.kind == "request" and not exchange.named:
+        if exchange.resumes is not None:
+            self._failed(exchange.resumes, cause)
+        elif exchange.kind == "request" and not exchange.named:
             self._error_answer(exchange, self.now_ns(), cause)
         elif exchange.kind != "request":
             self._notes.append(f"{_label(exchange)} not delivered: {cause}")
@@ -1009,9 +1248,10 @@ class HttpTransport(Transport):
         woke = self.now_ns()
         while self._queue:
             exchange = self._queue.popleft()
-            if exchange.kind == "request":
-                exchange.status = None
-                self._error_answer(exchange, woke, cause)
+            target = exchange.resumes or exchange
+            if target.kind == "request":
+                target.status = None
+                self._error_answer(target, woke, cause)
 
     # ----- the process -----------------------------------------------------------------
     def exit(self) -> Exit | None:

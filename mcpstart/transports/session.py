@@ -97,6 +97,7 @@ class Traffic:
     refused: Counter = field(default_factory=Counter)
     unknown_progress: int = 0
     stderr_messages: int = 0
+    streams: Counter = field(default_factory=Counter)
 
     def merge(self, other: "Traffic") -> None:
         """Add ``other``'s counts to these (first examples win)."""
@@ -113,17 +114,20 @@ class Traffic:
         self.refused.update(other.refused)
         self.unknown_progress += other.unknown_progress
         self.stderr_messages += other.stderr_messages
+        self.streams.update(other.streams)
 
     def record(self) -> dict:
         """The results file's ``traffic`` block: counts per method of the notifications and
-        server requests, lines skipped, stray responses and JSON-RPC messages on stderr."""
+        server requests, lines skipped, stray responses, JSON-RPC messages on stderr and
+        HTTP event streams (``streams``: HttpTransport.take_counts's counts)."""
         return {"notifications": dict(sorted(self.notifications.items())),
                 "server_requests": dict(sorted(self.server_requests.items())),
                 "refused_requests": dict(sorted(self.refused.items())),
                 "noise_lines": self.noise_lines, "crlf_lines": self.crlf_lines,
                 "stray_responses": self.stray_responses,
                 "unknown_progress": self.unknown_progress,
-                "stderr_messages": self.stderr_messages}
+                "stderr_messages": self.stderr_messages,
+                "streams": dict(sorted(self.streams.items()))}
 
     def warnings(self) -> list[dict]:
         """The stored warnings (warnings.py) for everything irregular the session saw."""
@@ -330,6 +334,7 @@ class Session:
             self._backlog.extend(transport.receive(remaining, quiet))
             for note in transport.take_notes():
                 self.traffic.irregular[note] += 1
+            self.traffic.streams.update(transport.take_counts())
             if quiet is not None and not self._backlog and transport.output_open \
                     and transport.framed_by_lines:
                 partial = transport.partial()

@@ -14,6 +14,7 @@ import base64
 import gzip
 import json
 import os
+import queue
 import sys
 import threading
 import time
@@ -59,12 +60,20 @@ parser.add_argument("--notification-error", action="store_true",
                     help="answer notifications/initialized 400 with an error whose id is null")
 parser.add_argument("--close-every", type=int, default=0, metavar="N",
                     help="close the connection without answering every Nth tools/call")
+parser.add_argument("--elicit-on-get", action="store_true",
+                    help="offer the standalone GET stream; during each tools/call of a session "
+                         "that opened one, send elicitation/create on it and answer the call "
+                         "once it is answered")
+parser.add_argument("--bearer", metavar="TOKEN",
+                    help="answer 401 to any request without Authorization: Bearer TOKEN")
 args = parser.parse_args()
 
 SESSIONS: set[str] = set()
 HELD: dict[str, bytes] = {}  # --session-mib: what each open session holds
 LOCK = threading.Lock()
 CALLS: list[int] = []  # --close-every: the tools/call requests so far
+STREAMS: dict[str, queue.Queue] = {}  # --elicit-on-get: each session's GET stream's events
+ASKED: dict[str, threading.Event] = {}  # --elicit-on-get: the elicitations not yet answered
 META = "io.modelcontextprotocol/"
 VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
 
@@ -163,7 +172,17 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(b": ping\r\n\r\n")
             self.wfile.flush()
 
+    def refused(self) -> bool:
+        """--bearer: answered 401 (RFC 6750, invalid_token) when the token is missing."""
+        if args.bearer is None or self.headers.get("Authorization") == f"Bearer {args.bearer}":
+            return False
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.reply(401, b'{"error":"invalid_token"}', headers={"WWW-Authenticate": "Bearer"})
+        return True
+
     def do_DELETE(self):
+        if self.refused():
+            return None
         if self.path != args.path:
             return self.reply(404, b"Not Found", "text/plain")
         sid = self.headers.get("Mcp-Session-Id")
@@ -171,12 +190,49 @@ class Handler(BaseHTTPRequestHandler):
             known = sid in SESSIONS
             SESSIONS.discard(sid)
             HELD.pop(sid, None)
+            stream = STREAMS.pop(sid, None)
+        if stream is not None:
+            stream.put(None)
         self.reply(204 if known else 404, b"", "text/plain")
 
     def do_GET(self):
-        self.reply(405, b"", "text/plain")
+        if self.refused():
+            return None
+        sid = self.headers.get("Mcp-Session-Id")
+        if not args.elicit_on_get or self.path != args.path:
+            return self.reply(405, b"", "text/plain")
+        if sid not in SESSIONS:
+            return self.reply(404, b"", "text/plain")
+        events = STREAMS[sid] = queue.Queue()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        self.wfile.write(b"id: 0\ndata:\n\n")
+        self.wfile.flush()
+        while (data := events.get()) is not None:
+            self.wfile.write(data)
+            self.wfile.flush()
+        self.close_connection = True
+
+    def elicit(self, sid: str) -> bool:
+        """--elicit-on-get: elicitation/create on the session's GET stream; True once the
+        client answered it (within 10 s), or when the session has no GET stream (a stateless
+        call) to ask on."""
+        stream, asked = STREAMS.get(sid), threading.Event()
+        if stream is None:
+            return True
+        eid = uuid.uuid4().hex
+        ASKED[eid] = asked
+        ask = {"jsonrpc": "2.0", "id": eid, "method": "elicitation/create",
+               "params": {"message": "Your name?", "requestedSchema": {
+                   "type": "object", "properties": {"name": {"type": "string"}}}}}
+        stream.put(f"id: {eid}\ndata: {json.dumps(ask)}\n\n".encode())
+        return asked.wait(10)
 
     def do_POST(self):
+        if self.refused():
+            return None
         if self.path != args.path:
             return self.reply(404, b"Not Found", "text/plain")
         if args.old_sse:
@@ -191,6 +247,9 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             return self.error(400, None, -32700, "Parse error")
         rpc_id, method = message.get("id"), message.get("method")
+        if method is None and rpc_id in ASKED:  # the client's answer to an elicitation
+            ASKED.pop(rpc_id).set()
+            return self.reply(202, b"", "text/plain")
         params = message.get("params") or {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         modern = f"{META}protocolVersion" in meta
@@ -238,6 +297,8 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             if args.status:
                 return self.reply(args.status, b"the tool broke", "text/plain")
+            if args.elicit_on_get and not self.elicit(self.headers.get("Mcp-Session-Id")):
+                return self.error(500, rpc_id, -32603, "elicitation/create got no answer")
         try:
             result = result_for(message, modern)
         except ValueError as err:
