@@ -97,13 +97,39 @@ def test_report_reprints_the_table(scripted, tmp_path):
     assert "good" in report.output
 
 
+def test_a_broken_recipe_blocks_only_itself(scripted, tmp_path):
+    """A recipe file that cannot be read, one that is invalid and one whose build fails are
+    each a failed row with the cause; the good recipe beside them is built and measured, and
+    ``--only`` of it is not blocked at all."""
+    repo(tmp_path, {"unbuildable": []}, steps=[["python3", "-c", "raise SystemExit(3)"]])
+    repo(tmp_path, {"good": []})
+    (tmp_path / "build-recipes" / "invalid.toml").write_text("language = 'go'\n")
+    (tmp_path / "build-recipes" / "unreadable.toml").write_text("[[[\n")
+    result = run(tmp_path)
+    assert result.exit_code == 1, result.output
+    rows = {s["name"]: s for s in json.loads((tmp_path / "out.json").read_text())["servers"]}
+    assert sorted(rows) == ["good", "invalid", "unbuildable", "unreadable"]
+    assert rows["good"]["status"] == "ok" and rows["good"]["handshake_ms"]["n"] == 2
+    assert rows["invalid"]["status"] == "failed"
+    assert rows["invalid"]["reason"].startswith("unusable recipe: ")
+    assert "invalid.toml: field 'run' is missing" in rows["invalid"]["reason"]
+    assert "unreadable.toml: cannot read recipe" in rows["unreadable"]["reason"]
+    assert rows["unbuildable"]["reason"].startswith("build failed: ")
+    only = run(tmp_path, "--only", "good")
+    assert only.exit_code == 0, only.output
+    assert [s["name"] for s in json.loads((tmp_path / "out.json").read_text())["servers"]] == [
+        "good"]
+    built = CliRunner().invoke(main, ["build", "-q", "--recipes", str(tmp_path / "build-recipes"),
+                                      "--cache-dir", str(tmp_path / "cache")])
+    assert built.exit_code == 1
+    lines = built.stdout.splitlines()
+    assert lines[0].startswith("good: cached (")
+    assert lines[1].startswith("invalid: failed: unusable recipe: ")
+    assert "unreadable: failed: unusable recipe: " in built.stdout
+
+
 def test_bad_input_exits_2(tmp_path):
     repo(tmp_path, {"good": []})
-    (tmp_path / "build-recipes" / "broken.toml").write_text("language = 'go'\n")
-    result = run(tmp_path)
-    assert result.exit_code == 2
-    assert "broken.toml: field 'run' is missing" in result.output
-    assert not (tmp_path / "out.json").exists()
     assert run(tmp_path, "--only", "nope").exit_code == 2
     assert CliRunner().invoke(main, ["measure", "--runs", "0"]).exit_code == 2
     assert CliRunner().invoke(main, ["report", str(tmp_path / "none.json")]).exit_code == 2
