@@ -82,6 +82,8 @@ tablefmt_opt = opt("--format", "tablefmt", default="github", help="Any tabulate 
                    check=_lib(".views.table:check_format"))
 fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:check_format",
               ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
+full_opt = opt("--full", is_flag=True, help="Every row on a terminal too (there the default "
+               "is a compact table; stdout to a file always gets every row).")
 timeout_opt = opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS,
                   check=FINITE_S, help="Seconds a start may take (the first: an npx download).")
 probe_opt = opt("--probe-timeout", "probe_timeout_s", type=SECONDS, check=FINITE_S,
@@ -150,11 +152,13 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     sys.exit(1 if outcome.failed else 0)
 
 
-def _show(loaded: list, fmt: str, exports, *args) -> None:
-    """Print the table or records on stdout; what does not fit the format on stderr."""
+def _show(loaded: list, fmt: str, full: bool, exports, *args) -> None:
+    """Print the table or records on stdout (compact on a terminal, without ``full``); what
+    does not fit the format on stderr."""
     from .views.exports import present
 
-    click.echo(_input(present, loaded, fmt, exports, *args,
+    compact = not full and click.get_text_stream("stdout").isatty()
+    click.echo(_input(present, loaded, fmt, exports, *args, compact=compact,
                       aside=lambda text: click.echo(text, err=True)), nl=False)
 
 
@@ -252,9 +256,9 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
         check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
-    cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
+    cache_opt, require_all_opt, fmt_opt, full_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def measure(command, quiet, fmt, **kw) -> None:
+def measure(command, quiet, fmt, full, **kw) -> None:
     """Measure the reference set (built when stale), or -- COMMAND, --server, --config:
     WARMUP + RUNS cold starts each in rounds, with phases; the revision matrix; 2026-07-28
     cold starts; one session (tools, idle memory, round trips, a large call's peak); an
@@ -269,7 +273,7 @@ def measure(command, quiet, fmt, **kw) -> None:
     def show(outcome, display) -> None:
         shown = outcome.shown()
         display.outcomes(shown.to_dict()["servers"])
-        _show([shown], fmt, exports)
+        _show([shown], fmt, full, exports)
     _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call)
 
 
@@ -306,13 +310,13 @@ Example: two machines' cold start and idle memory, servers as rows:
   mcpstart report laptop.json ci.json --label laptop --label ci \\
       --metrics handshake_ms.median --metrics memory.idle_rss_bytes --transpose""")
 @click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
-@apply(fmt_opt,
+@apply(fmt_opt, full_opt,
        opt("--metrics", multiple=True, metavar="PATH", help="Only this row; repeatable, in order."),
        opt("--transpose", is_flag=True, help="Servers as rows, metrics as columns."),
        opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
        opt("--list-metrics", is_flag=True, help="List the metric paths --metrics takes; exit."),
        export_opts)
-def report(results_files, fmt, metrics, transpose, labels, list_metrics, **kw) -> None:
+def report(results_files, fmt, full, metrics, transpose, labels, list_metrics, **kw) -> None:
     """Print the table of results files without measuring again (default:
     mcpstart-results.json here; @-1, @N: a stored run): a column per server, per server and
     file for several. Exit status 2 for a file that cannot be read or is no results file."""
@@ -322,7 +326,7 @@ def report(results_files, fmt, metrics, transpose, labels, list_metrics, **kw) -
         click.echo(metric_list(), nl=False)
         return
     exports = _exports(kw)  # refused before any file is read
-    _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, exports,
+    _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, full, exports,
           list(labels) or None, metrics, transpose)
 
 
