@@ -78,8 +78,8 @@ cache_opt = opt("--cache-dir", type=click.Path(file_okay=False),
 require_all_opt = opt("--require-all", is_flag=True, help="A skipped server fails the run.")
 force_opt = opt("--force", is_flag=True, help="Replace the -o file if it exists.")
 quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
-tablefmt_opt = opt("--format", "tablefmt", default="github", help="Any tabulate format.",
-                   check=_lib(".views.table:check_format"))
+tablefmt_opt = opt("--format", "tablefmt", default="github", check=_lib(
+    ".views.table:check_format", ("json",)), help="Any tabulate format, or json: one object.")
 fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:check_format",
               ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
 full_opt = opt("--full", is_flag=True, help="Every row on a terminal too (there the default "
@@ -293,14 +293,14 @@ def revisions(names, tablefmt, quiet, **kw) -> None:
     handshake, at least 5 s) leaves its revision unknown, not unsupported.
     Exit status: 0 all probed; 1 one could not be spawned or built, or no revision of it is
     known to be supported; 2 bad input."""
-    from .views.revisions import matrix_table
+    from .views.revisions import matrix_json, matrix_table
 
     argv = click.get_current_context().meta["mcpstart.argv"]
     command, names = (names, ()) if "--" in argv else ((), names)  # revisions -- COMMAND
     def show(outcome, display) -> None:
         shown = outcome.shown()
         display.outcomes(shown.to_dict()["servers"])  # status and warnings, on stderr
-        click.echo(matrix_table(shown, tablefmt))
+        click.echo(matrix_json(shown) if tablefmt == "json" else matrix_table(shown, tablefmt))
     _run("revisions", command, kw, quiet, show, names)
 
 
@@ -414,8 +414,8 @@ def doctor(recipes_dir, require_all, configs, tablefmt) -> None:
     clear_refs, PSS, the child subreaper and pidfds work (each probed on a child), the load,
     and what each gap means for the figures. Exit status: 0 a default run has what it needs;
     1 something it needs (or a --config server's program) is missing."""
-    from .doctor import render, run_checks, verdict
+    from .doctor import render, run_checks, to_json, verdict
 
     checks = run_checks(recipes_dir, require_all, configs)
-    click.echo(render(checks, tablefmt))
+    click.echo(to_json(checks) if tablefmt == "json" else render(checks, tablefmt), nl=False)
     sys.exit(verdict(checks)[1])

@@ -369,3 +369,16 @@ def test_a_call_missing_required_arguments_fails_early_saying_args(tmp_path):
     assert row["phases_ms"]["first_call"]["n"] == 0 and row["payload"] is None
     assert row["memory"]["idle_rss_bytes"] > 0  # measured before the failure: kept
     assert [w["detail"] for w in row["warnings"]].count(row["reason"]) == 0  # said once
+
+
+def test_shell_completion_works_as_docs_cli_md_says():
+    """The completion docs/cli.md documents: Click's, keyed on _MCPSTART_COMPLETE."""
+    doc = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    assert 'eval "$(_MCPSTART_COMPLETE=bash_source mcpstart)"' in doc
+    script = CliRunner().invoke(main, [], prog_name="mcpstart",
+                                env={"_MCPSTART_COMPLETE": "bash_source"})
+    assert script.exit_code == 0 and "complete -o nosort -F _mcpstart_completion" in script.output
+    words = CliRunner().invoke(main, [], prog_name="mcpstart", env={
+        "_MCPSTART_COMPLETE": "bash_complete", "COMP_WORDS": "mcpstart doctor --fo",
+        "COMP_CWORD": "2"})
+    assert words.exit_code == 0 and words.output.splitlines() == ["plain,--format"]

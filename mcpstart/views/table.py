@@ -947,7 +947,8 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
                         for doc, label in zip(docs, labels_))
     chosen = rows if metrics or compact else None
-    notes = [note.replace("\n", "\n  ") for note in _server_notes(cols, chosen)]  # Markdown list item
+    notes = [note.replace("\n", "\n  ")  # a Markdown list item goes on indented
+             for note in _server_notes(cols, chosen)]
     notes += _phase_notes(docs, rows) + _http_notes(docs, rows)
     if not cols:
         notes.append("- this results file holds no servers" if not several
