@@ -5,7 +5,6 @@ library's (engine.py, views/). Exit status: 0 all measured or skipped, 1 a serve
 from __future__ import annotations
 
 import math
-import random
 import sys
 from functools import reduce
 from importlib import import_module
@@ -13,12 +12,26 @@ from importlib import import_module
 import click
 
 from . import __version__, defaults
-from .views.progress import Display, emit as _progress
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 SHAPES = ("json", "csv", "markdown")
 PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "http", "history")
+
+
+def _progress(step) -> None:
+    """Show a Step or a message (views.progress.emit; imported when first used, so that
+    ``--help`` loads no view)."""
+    from .views.progress import emit
+
+    emit(step)
+
+
+def _seed() -> int:
+    """A random ``--seed``."""
+    import random
+
+    return random.randrange(2**32)
 
 
 class InputError(click.ClickException):
@@ -139,6 +152,8 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
     kw["output"], kept = _input(output_for, kw["output"], kw.pop("force"),
                                 defaults.OUTPUT if work == "measure" else None)
+    from .views.progress import Display
+
     with Display(quiet=quiet) as display:
         if kept:
             _progress(kept)
@@ -200,6 +215,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     from .engine import build as build_all
     from .targets.build import report_line
 
+    from .views.progress import Display
+
     with Display(quiet=quiet) as display:  # a build's line goes to stdout, the live line away
         builds = _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress,
                         lambda item: (display.close(), click.echo(report_line(item))), sdk, pre)
@@ -232,7 +249,7 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S),
     opt("--order", type=click.Choice(["interleave", "sequential"]),
         help="Shuffled rounds of one run per server (default for several), or per server."),
-    opt("--seed", type=click.IntRange(min=0), default=lambda: random.randrange(2**32),
+    opt("--seed", type=click.IntRange(min=0), default=_seed,
         show_default=False, help="Seed of the shuffle (default: random)."),
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: evict the server's files from the page cache before every run."),

@@ -324,6 +324,25 @@ def test_help_imports_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_cli_module_loads_nothing_beyond_click_but_its_own_two():
+    """What `mcpstart --help` loads before any command runs (benchmarks/cli_startup.py: its
+    goal is 1.3x `import click`): the package, the CLI and its defaults; no dataclasses,
+    pathlib, random or the progress view, which only a command needs."""
+    import os
+    import subprocess
+    import sys
+
+    import click
+
+    code = ("import sys, click; before = set(sys.modules); import mcpstart.cli; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")
+    paths = [str(Path(__file__).parent.parent), str(Path(click.__file__).parent.parent)]
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    loaded = set(out.stdout.split()) - {"locale", "_locale"}  # click's gettext: its help too
+    assert loaded == {"mcpstart", "mcpstart.cli", "mcpstart.defaults"}
+
+
 def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(tmp_path):
     modern = f"modern=python3 {FAKE} --discover 2026-07-28 --reject-initialize -32022"
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--server", modern])
