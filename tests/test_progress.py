@@ -244,6 +244,9 @@ def test_off_a_terminal_a_long_step_prints_a_heartbeat_until_the_next_step(tmp_p
         display(Step("go-http: load, 3 scenarios of 10 s", "load", "go-http"))
         clock.now += 40
         assert wait_for(stream, "mcpstart: still on: go-http: load, 3 scenarios of 10 s (0:40)")
+        display(Step("[1/1] go: revision matrix", "matrix", "go"))
+        clock.now += 20
+        assert wait_for(stream, "mcpstart: still on: [1/1] go: revision matrix (0:20)")
         display(Step("go: cold start run 1/2", "cold start", "go", 0, 2))
         assert not heartbeats()
         after = stream.getvalue()
