@@ -729,7 +729,7 @@ def _server_notes(cols, rows: list[Row] | None) -> list[str]:
             p == key or p.startswith(key + ".") or key.startswith(p + ".") for p in paths))
 
     grouped: dict[str, list[str]] = {}  # a note's text after its servers -> the servers
-    settled, methods, states, sharing_by = {}, {}, set(), []
+    settled, methods, states, sharing_by = {}, {}, set(), {}
     shared = False
     for header, _doc, _label, s in cols:
         if s.get("status") in ("failed", "skipped", "interrupted") or s.get("reason"):
@@ -759,13 +759,14 @@ def _server_notes(cols, rows: list[Row] | None) -> list[str]:
         if shown("memory.idle_pss_bytes") and isinstance(sharing, list) and sharing:
             own = any(isinstance(p, dict) and p.get("mcpstart") for p in sharing)
             others = len(sharing) - own
-            sharing_by.append(f"{header} (" + " and ".join(
-                (["mcpstart itself"] if own else [])
-                + ([f"{others} other process(es), not named"] if others else [])) + ")")
+            what = " and ".join((["mcpstart itself"] if own else [])
+                                + ([f"{others} other process(es), not named"] if others else []))
+            sharing_by.setdefault(what, []).append(header)
     notes = [f"- {', '.join(who)}{text}" for text, who in grouped.items()]
     if sharing_by:
         notes.append("- PSS is lower than alone where other processes of this user run the "
-                     "server's executable: " + ", ".join(sharing_by))
+                     "server's executable: " + "; ".join(
+                         f"{', '.join(who)} ({what})" for what, who in sharing_by.items()))
     notes += [f"- idle memory read after: {', '.join(times)}" + (f" ({rule})" if rule else "")
               for rule, times in settled.items()]
     if shared:
