@@ -2,16 +2,21 @@
 phases, memory of the process tree, round trips, footprint, protocol revisions, sessions at
 once, HTTP load; for the reference servers of each official SDK, a C floor, or any server."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __version__ = "0.2.0"
 
 
-@dataclass(frozen=True)
-class Step:
-    """One progress event of a run.
+class Step(NamedTuple):
+    """One progress event of a run (a named tuple, not a dataclass: this module loads with
+    every command, ``--help`` included, and typing is loaded by click already while
+    dataclasses and pathlib are not; benchmarks/cli_startup.py).
 
     Attributes:
         text: the line a plain log prints ("go: cold start run 3/6").

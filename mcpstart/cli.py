@@ -5,7 +5,6 @@ library's (engine.py, views/). Exit status: 0 all measured or skipped, 1 a serve
 from __future__ import annotations
 
 import math
-import random
 import sys
 from functools import reduce
 from importlib import import_module
@@ -13,12 +12,26 @@ from importlib import import_module
 import click
 
 from . import __version__, defaults
-from .views.progress import Display, emit as _progress
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 SHAPES = ("json", "csv", "markdown")
 PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "http", "history")
+
+
+def _progress(step) -> None:
+    """Show a Step or a message (views.progress.emit; imported when first used, so that
+    ``--help`` loads no view)."""
+    from .views.progress import emit
+
+    emit(step)
+
+
+def _seed() -> int:
+    """A random ``--seed``."""
+    import random
+
+    return random.randrange(2**32)
 
 
 class InputError(click.ClickException):
@@ -78,10 +91,12 @@ cache_opt = opt("--cache-dir", type=click.Path(file_okay=False),
 require_all_opt = opt("--require-all", is_flag=True, help="A skipped server fails the run.")
 force_opt = opt("--force", is_flag=True, help="Replace the -o file if it exists.")
 quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
-tablefmt_opt = opt("--format", "tablefmt", default="github", help="Any tabulate format.",
-                   check=_lib(".views.table:check_format"))
+tablefmt_opt = opt("--format", "tablefmt", default="github", check=_lib(
+    ".views.table:check_format", ("json",)), help="Any tabulate format, or json: one object.")
 fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:check_format",
               ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
+full_opt = opt("--full", is_flag=True, help="Every row on a terminal too (there the default "
+               "is a compact table; stdout to a file always gets every row).")
 timeout_opt = opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS,
                   check=FINITE_S, help="Seconds a start may take (the first: an npx download).")
 probe_opt = opt("--probe-timeout", "probe_timeout_s", type=SECONDS, check=FINITE_S,
@@ -137,6 +152,8 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
     kw["output"], kept = _input(output_for, kw["output"], kw.pop("force"),
                                 defaults.OUTPUT if work == "measure" else None)
+    from .views.progress import Display
+
     with Display(quiet=quiet) as display:
         if kept:
             _progress(kept)
@@ -150,11 +167,13 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     sys.exit(1 if outcome.failed else 0)
 
 
-def _show(loaded: list, fmt: str, exports, *args) -> None:
-    """Print the table or records on stdout; what does not fit the format on stderr."""
+def _show(loaded: list, fmt: str, full: bool, exports, *args) -> None:
+    """Print the table or records on stdout (compact on a terminal, without ``full``); what
+    does not fit the format on stderr."""
     from .views.exports import present
 
-    click.echo(_input(present, loaded, fmt, exports, *args,
+    compact = not full and click.get_text_stream("stdout").isatty()
+    click.echo(_input(present, loaded, fmt, exports, *args, compact=compact,
                       aside=lambda text: click.echo(text, err=True)), nl=False)
 
 
@@ -196,6 +215,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     from .engine import build as build_all
     from .targets.build import report_line
 
+    from .views.progress import Display
+
     with Display(quiet=quiet) as display:  # a build's line goes to stdout, the live line away
         builds = _input(build_all, list(names), recipes_dir, cache_dir, rebuild, _progress,
                         lambda item: (display.close(), click.echo(report_line(item))), sdk, pre)
@@ -228,7 +249,7 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S),
     opt("--order", type=click.Choice(["interleave", "sequential"]),
         help="Shuffled rounds of one run per server (default for several), or per server."),
-    opt("--seed", type=click.IntRange(min=0), default=lambda: random.randrange(2**32),
+    opt("--seed", type=click.IntRange(min=0), default=_seed,
         show_default=False, help="Seed of the shuffle (default: random)."),
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: evict the server's files from the page cache before every run."),
@@ -252,9 +273,9 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
         check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
-    cache_opt, require_all_opt, fmt_opt, export_opts, quiet_opt)
+    cache_opt, require_all_opt, fmt_opt, full_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def measure(command, quiet, fmt, **kw) -> None:
+def measure(command, quiet, fmt, full, **kw) -> None:
     """Measure the reference set (built when stale), or -- COMMAND, --server, --config:
     WARMUP + RUNS cold starts each in rounds, with phases; the revision matrix; 2026-07-28
     cold starts; one session (tools, idle memory, round trips, a large call's peak); an
@@ -269,7 +290,7 @@ def measure(command, quiet, fmt, **kw) -> None:
     def show(outcome, display) -> None:
         shown = outcome.shown()
         display.outcomes(shown.to_dict()["servers"])
-        _show([shown], fmt, exports)
+        _show([shown], fmt, full, exports)
     _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call)
 
 
@@ -289,14 +310,14 @@ def revisions(names, tablefmt, quiet, **kw) -> None:
     handshake, at least 5 s) leaves its revision unknown, not unsupported.
     Exit status: 0 all probed; 1 one could not be spawned or built, or no revision of it is
     known to be supported; 2 bad input."""
-    from .views.revisions import matrix_table
+    from .views.revisions import matrix_json, matrix_table
 
     argv = click.get_current_context().meta["mcpstart.argv"]
     command, names = (names, ()) if "--" in argv else ((), names)  # revisions -- COMMAND
     def show(outcome, display) -> None:
         shown = outcome.shown()
         display.outcomes(shown.to_dict()["servers"])  # status and warnings, on stderr
-        click.echo(matrix_table(shown, tablefmt))
+        click.echo(matrix_json(shown) if tablefmt == "json" else matrix_table(shown, tablefmt))
     _run("revisions", command, kw, quiet, show, names)
 
 
@@ -306,13 +327,13 @@ Example: two machines' cold start and idle memory, servers as rows:
   mcpstart report laptop.json ci.json --label laptop --label ci \\
       --metrics handshake_ms.median --metrics memory.idle_rss_bytes --transpose""")
 @click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
-@apply(fmt_opt,
+@apply(fmt_opt, full_opt,
        opt("--metrics", multiple=True, metavar="PATH", help="Only this row; repeatable, in order."),
        opt("--transpose", is_flag=True, help="Servers as rows, metrics as columns."),
        opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
        opt("--list-metrics", is_flag=True, help="List the metric paths --metrics takes; exit."),
        export_opts)
-def report(results_files, fmt, metrics, transpose, labels, list_metrics, **kw) -> None:
+def report(results_files, fmt, full, metrics, transpose, labels, list_metrics, **kw) -> None:
     """Print the table of results files without measuring again (default:
     mcpstart-results.json here; @-1, @N: a stored run): a column per server, per server and
     file for several. Exit status 2 for a file that cannot be read or is no results file."""
@@ -322,7 +343,7 @@ def report(results_files, fmt, metrics, transpose, labels, list_metrics, **kw) -
         click.echo(metric_list(), nl=False)
         return
     exports = _exports(kw)  # refused before any file is read
-    _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, exports,
+    _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, full, exports,
           list(labels) or None, metrics, transpose)
 
 
@@ -443,8 +464,8 @@ def doctor(recipes_dir, require_all, configs, tablefmt) -> None:
     clear_refs, PSS, the child subreaper and pidfds work (each probed on a child), the load,
     and what each gap means for the figures. Exit status: 0 a default run has what it needs;
     1 something it needs (or a --config server's program) is missing."""
-    from .doctor import render, run_checks, verdict
+    from .doctor import render, run_checks, to_json, verdict
 
     checks = run_checks(recipes_dir, require_all, configs)
-    click.echo(render(checks, tablefmt))
+    click.echo(to_json(checks) if tablefmt == "json" else render(checks, tablefmt), nl=False)
     sys.exit(verdict(checks)[1])

@@ -342,6 +342,18 @@ def verdict(checks: list[Check]) -> tuple[str, int]:
     return "ready: everything mcpstart uses is here." + also, 0
 
 
+def to_json(checks: list[Check]) -> str:
+    """The checks as one JSON object (``doctor --format json``, docs/cli.md): ``ready``
+    (exit status 0), ``exit_status``, ``verdict`` (the closing sentence) and ``checks``:
+    ``[{name, status, found, meaning, needed, ok}]`` in table order (Check's fields)."""
+    import json
+    from dataclasses import asdict
+
+    sentence, status = verdict(checks)
+    return json.dumps({"ready": status == 0, "exit_status": status, "verdict": sentence,
+                       "checks": [{**asdict(c), "ok": c.ok} for c in checks]}, indent=2) + "\n"
+
+
 def render(checks: list[Check], tablefmt: str = "github") -> str:
     """The checks as a table (any tabulate format) and the verdict below it."""
     from tabulate import tabulate
@@ -350,4 +362,4 @@ def render(checks: list[Check], tablefmt: str = "github") -> str:
              c.meaning] for c in checks]
     table = tabulate(rows, headers=["check", "status", "found", "for the figures"],
                      tablefmt=tablefmt, disable_numparse=True)
-    return f"{table}\n\n{verdict(checks)[0]}"
+    return f"{table}\n\n{verdict(checks)[0]}\n"

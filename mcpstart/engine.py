@@ -303,7 +303,8 @@ def build(names: list[str], recipes_dir: str | None, cache_dir: str | None, rebu
     try:
         folder, which = find_recipe_folder(recipes_dir)
         progress(which)
-        recipes, notes = with_variants(load_recipes(folder, names or None), sdk, pre)
+        recipes, notes = with_variants(load_recipes(folder, names or None, keep_broken=True),
+                                       sdk, pre)
     except (RecipeError, VariantError) as err:
         raise JobError(str(err)) from err
     for note in notes:

@@ -98,13 +98,39 @@ def test_report_reprints_the_table(scripted, tmp_path):
     assert "good" in report.output
 
 
+def test_a_broken_recipe_blocks_only_itself(scripted, tmp_path):
+    """A recipe file that cannot be read, one that is invalid and one whose build fails are
+    each a failed row with the cause; the good recipe beside them is built and measured, and
+    ``--only`` of it is not blocked at all."""
+    repo(tmp_path, {"unbuildable": []}, steps=[["python3", "-c", "raise SystemExit(3)"]])
+    repo(tmp_path, {"good": []})
+    (tmp_path / "build-recipes" / "invalid.toml").write_text("language = 'go'\n")
+    (tmp_path / "build-recipes" / "unreadable.toml").write_text("[[[\n")
+    result = run(tmp_path)
+    assert result.exit_code == 1, result.output
+    rows = {s["name"]: s for s in json.loads((tmp_path / "out.json").read_text())["servers"]}
+    assert sorted(rows) == ["good", "invalid", "unbuildable", "unreadable"]
+    assert rows["good"]["status"] == "ok" and rows["good"]["handshake_ms"]["n"] == 2
+    assert rows["invalid"]["status"] == "failed"
+    assert rows["invalid"]["reason"].startswith("unusable recipe: ")
+    assert "invalid.toml: field 'run' is missing" in rows["invalid"]["reason"]
+    assert "unreadable.toml: cannot read recipe" in rows["unreadable"]["reason"]
+    assert rows["unbuildable"]["reason"].startswith("build failed: ")
+    only = run(tmp_path, "--only", "good")
+    assert only.exit_code == 0, only.output
+    assert [s["name"] for s in json.loads((tmp_path / "out.json").read_text())["servers"]] == [
+        "good"]
+    built = CliRunner().invoke(main, ["build", "-q", "--recipes", str(tmp_path / "build-recipes"),
+                                      "--cache-dir", str(tmp_path / "cache")])
+    assert built.exit_code == 1
+    lines = built.stdout.splitlines()
+    assert lines[0].startswith("good: cached (")
+    assert lines[1].startswith("invalid: failed: unusable recipe: ")
+    assert "unreadable: failed: unusable recipe: " in built.stdout
+
+
 def test_bad_input_exits_2(tmp_path):
     repo(tmp_path, {"good": []})
-    (tmp_path / "build-recipes" / "broken.toml").write_text("language = 'go'\n")
-    result = run(tmp_path)
-    assert result.exit_code == 2
-    assert "broken.toml: field 'run' is missing" in result.output
-    assert not (tmp_path / "out.json").exists()
     assert run(tmp_path, "--only", "nope").exit_code == 2
     assert CliRunner().invoke(main, ["measure", "--runs", "0"]).exit_code == 2
     assert CliRunner().invoke(main, ["report", str(tmp_path / "none.json")]).exit_code == 2
@@ -299,6 +325,25 @@ def test_help_imports_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_cli_module_loads_nothing_beyond_click_but_its_own_two():
+    """What `mcpstart --help` loads before any command runs (benchmarks/cli_startup.py: its
+    goal is 1.3x `import click`): the package, the CLI and its defaults; no dataclasses,
+    pathlib, random or the progress view, which only a command needs."""
+    import os
+    import subprocess
+    import sys
+
+    import click
+
+    code = ("import sys, click; before = set(sys.modules); import mcpstart.cli; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")
+    paths = [str(Path(__file__).parent.parent), str(Path(click.__file__).parent.parent)]
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    loaded = set(out.stdout.split()) - {"locale", "_locale"}  # click's gettext: its help too
+    assert loaded == {"mcpstart", "mcpstart.cli", "mcpstart.defaults"}
+
+
 def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(tmp_path):
     modern = f"modern={PYTHON_LINE} {FAKE} --discover 2026-07-28 --reject-initialize -32022"
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--server", modern])
@@ -344,3 +389,16 @@ def test_a_call_missing_required_arguments_fails_early_saying_args(tmp_path):
     assert row["phases_ms"]["first_call"]["n"] == 0 and row["payload"] is None
     assert row["memory"]["idle_rss_bytes"] > 0  # measured before the failure: kept
     assert [w["detail"] for w in row["warnings"]].count(row["reason"]) == 0  # said once
+
+
+def test_shell_completion_works_as_docs_cli_md_says():
+    """The completion docs/cli.md documents: Click's, keyed on _MCPSTART_COMPLETE."""
+    doc = (Path(__file__).parent.parent / "docs" / "cli.md").read_text()
+    assert 'eval "$(_MCPSTART_COMPLETE=bash_source mcpstart)"' in doc
+    script = CliRunner().invoke(main, [], prog_name="mcpstart",
+                                env={"_MCPSTART_COMPLETE": "bash_source"})
+    assert script.exit_code == 0 and "complete -o nosort -F _mcpstart_completion" in script.output
+    words = CliRunner().invoke(main, [], prog_name="mcpstart", env={
+        "_MCPSTART_COMPLETE": "bash_complete", "COMP_WORDS": "mcpstart doctor --fo",
+        "COMP_CWORD": "2"})
+    assert words.exit_code == 0 and words.output.splitlines() == ["plain,--format"]

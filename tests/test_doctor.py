@@ -162,3 +162,18 @@ def test_a_broken_recipe_folder_is_exit_1(tmp_path):
                                        "plain"])
     assert result.exit_code == 1
     assert "bad.toml: field 'run' is missing" in result.stdout
+
+
+def test_format_json_gives_the_verdict_and_every_check(recipes, idle):
+    result = CliRunner().invoke(main, ["doctor", "--recipes", str(recipes), "--format", "json",
+                                       "--require-all"])
+    assert result.exit_code == 1, result.output
+    verdict = json.loads(result.stdout)
+    assert (verdict["ready"], verdict["exit_status"]) == (False, 1)
+    assert verdict["verdict"].startswith("not ready: toolchain nocc missing")
+    checks = {c["name"]: c for c in verdict["checks"]}
+    assert checks["toolchain nocc"] == {"name": "toolchain nocc", "status": "missing",
+                                        "found": "nocc-xyz not found", "meaning":
+                                        "nocc skipped, which fails the run (--require-all)",
+                                        "needed": True, "ok": False}
+    assert checks["pidfd + poll"]["ok"] is True and checks["pidfd + poll"]["needed"] is True

@@ -107,3 +107,75 @@ def test_installed_wheel_checks_results_files_against_its_schema(wheel, tmp_path
     assert done.stdout.strip() == str(site / "mcpstart" / "results.py")  # the wheel's copy
     assert "servers[0].memory.idle_rss_bytes: 'big' is not of type 'integer', 'null'" in \
         done.stderr
+
+
+NO_PLOT = '''
+import sys
+sys.path.append({tests!r})
+
+
+class NoPlot:
+    """matplotlib absent, as in an install without the plot extra."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "matplotlib":
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+
+sys.meta_path.insert(0, NoPlot())
+import mcpstart
+import mcpstart.measure.settings as settings
+from conftest import fast
+from scripted import Fake, Spawner
+from mcpstart.cli import main
+
+print("package", mcpstart.__file__, file=sys.stderr)
+from mcpstart.measure import tokens
+
+
+def no_tokenizer():  # seconds to load, and not what this checks (tests/conftest.py)
+    raise tokens.Unavailable("not loaded here")
+
+
+tokens._encoding = no_tokenizer
+settings.BASE = fast(spawner=Spawner({{(): Fake}}, key=lambda command: ()))
+for args in (["measure", "-q", "--runs", "1", "--warmup", "0", "--round-trips", "0",
+              "--no-attribution", "-o", "m.json", "--", "server"],
+             ["report", "m.json"], ["compare", "m.json", "m.json"],
+             ["plot", "m.json", "-o", "p.png"]):
+    try:
+        main(args, prog_name="mcpstart")
+    except SystemExit as stop:
+        print("exit", args[0], stop.code, file=sys.stderr)
+print("matplotlib loaded:", "matplotlib" in sys.modules, file=sys.stderr)
+'''
+
+
+def test_without_the_plot_extra_measure_report_and_compare_work(wheel, tmp_path):
+    """`pip install .` without [plot]: the wheel asks for matplotlib only in that extra, and
+    the wheel's own mcpstart, in an interpreter to which matplotlib does not exist, measures
+    (a scripted server), reports and compares, while plot names the extra. (A real install
+    into a fresh venv needs PyPI and about 20 s; the import of an absent module fails the
+    same way under this blocker, so the fast tier checks it here.)"""
+    metadata = zipfile.ZipFile(wheel).read(
+        f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info/METADATA").decode()
+    wants = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    plotting = [line for line in wants if "matplotlib" in line]
+    assert plotting and all("extra == 'plot'" in line or "extra == 'test'" in line
+                            for line in plotting), plotting
+    assert any("extra == 'plot'" in line for line in plotting)
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    done = subprocess.run([sys.executable, "-c", NO_PLOT.format(tests=str(REPO / "tests"))],
+                          cwd=tmp_path, text=True, capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    said = done.stderr.splitlines()
+    assert f"package {site / 'mcpstart' / '__init__.py'}" in said, done.stderr
+    assert [line for line in said if line.startswith("exit ")] == [
+        "exit measure 0", "exit report 0", "exit compare 0", "exit plot 2"], done.stderr
+    assert "plot draws with matplotlib, which is not installed: pip install 'mcpstart[plot]'" \
+        in done.stderr
+    assert "matplotlib loaded: False" in said
+    assert "| status " in done.stdout and "No regression." in done.stdout
+    assert json.loads((tmp_path / "m.json").read_text())["servers"][0]["handshake_ms"]["n"] == 1
+    assert not (tmp_path / "p.png").exists()

@@ -221,3 +221,35 @@ def test_helpers(tmp_path):
     assert last_line(log) == "Compiling serde v1"
     log.write_bytes(b"x" * 10000 + b"\nend \x07bell\xff\n")
     assert last_line(log) == "end bell\ufffd"
+
+
+def heartbeats() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "mcpstart-heartbeat"]
+
+
+def test_off_a_terminal_a_long_step_prints_a_heartbeat_until_the_next_step(tmp_path):
+    """A build (or the load) off a terminal says it is alive every HEARTBEAT_S seconds, at
+    most 30 (issue 31); the interval is injected and the elapsed time read off a scripted
+    clock, so the test waits on no wall clock of the build's."""
+    from mcpstart.views.progress import HEARTBEAT_S
+
+    assert 0 < HEARTBEAT_S <= 30 and Display(io.StringIO()).heartbeat_s == HEARTBEAT_S
+    stream, clock = io.StringIO(), Clock()
+    with Display(stream, clock=clock, heartbeat_s=0.01) as display:
+        display(Step("rust: building (log: x)", "build", "rust", log=tmp_path / "build.log"))
+        clock.now += 150
+        assert wait_for(stream, "mcpstart: still building rust (2:30)\n")
+        display(Step("rust: built in 151.0 s", "build", "rust"))
+        assert not heartbeats()  # stopped and joined before the callback returned
+        display(Step("go-http: load, 3 scenarios of 10 s", "load", "go-http"))
+        clock.now += 40
+        assert wait_for(stream, "mcpstart: still on: go-http: load, 3 scenarios of 10 s (0:40)")
+        display(Step("[1/1] go: revision matrix", "matrix", "go"))
+        clock.now += 20
+        assert wait_for(stream, "mcpstart: still on: [1/1] go: revision matrix (0:20)")
+        display(Step("go: cold start run 1/2", "cold start", "go", 0, 2))
+        assert not heartbeats()
+        after = stream.getvalue()
+        time.sleep(0.05)  # five intervals: a short Step has no heartbeat
+        assert stream.getvalue() == after
+    assert "\r" not in stream.getvalue()

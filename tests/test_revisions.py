@@ -101,6 +101,17 @@ def test_a_slow_start_gets_a_wait_derived_from_it_and_every_revision_answers(mon
     assert "unknown" not in output
 
 
+def test_format_json_is_each_servers_protocol_block_as_the_results_file_has_it(monkeypatch,
+                                                                               tmp_path):
+    code, output, server = revisions_cli(monkeypatch, tmp_path, "--format", "json",
+                                         probe_floor_s=1)
+    assert code == 0, output
+    printed = json.loads(output)
+    assert printed == {"servers": [{"name": "slow", "status": "ok", "reason": None,
+                                    "protocol": server["protocol"]}]}
+    assert printed["servers"][0]["protocol"]["supported_revisions"] == EVERY
+
+
 def test_with_a_short_wait_given_every_probe_is_unknown_and_revisions_exits_1(monkeypatch,
                                                                              tmp_path):
     code, output, server = revisions_cli(monkeypatch, tmp_path, "--probe-timeout", "1")

@@ -6,6 +6,7 @@ import io
 import json
 import re
 import statistics
+from pathlib import Path
 
 import pytest
 
@@ -335,8 +336,9 @@ def test_notes_under_the_table():
     assert "- needs-key not measured (n/a): footprint (no recipe: a bare command)" in lines
     assert ("- idle memory read after: c (floor) 0.6 s, rust 0.6 s, typescript 0.6 s, python 0.6 s "
             "(RSS within 1% for 300 ms)") in lines
-    assert any(l.startswith("- typescript: 1 other process(es) share its executable")
-               and "pid 4242 node" in l and "other.js" not in l for l in lines)
+    assert ("- PSS is lower than alone where other processes of this user run the server's "
+            "executable: typescript (1 other process(es), not named)") in lines
+    assert "4242" not in text and "other.js" not in text  # nothing outside mcpstart is named
     assert any(l.startswith("- PSS and USS depend on what else runs") for l in lines)
     assert notes[3].splitlines() == [
         "Startup budget: every server spawned at once, as an editor does at launch",
@@ -553,3 +555,61 @@ def test_the_phase_rule_is_said_under_the_table_only_where_a_file_records_it():
     doc["settings"]["phase_rule"] = PHASE_RULE
     assert f"- tools/list and first call answered: {PHASE_RULE}" in table(doc).splitlines()
     assert "tools/list and first call answered" not in table(doc, metrics=["handshake_ms.median"])
+
+
+# ---- the compact terminal table, notes once ----------------------------------------------------
+
+REFERENCE = Path(__file__).parent.parent / "benchmarks" / "figures" / "results.json"
+"""A run of the reference set (docs/figures.md)."""
+
+
+def test_the_compact_table_fits_100_columns_for_the_reference_set():
+    doc = json.loads(REFERENCE.read_text())
+    compact, full = table(doc, compact=True), table(doc)
+    width = lambda text: max(len(line) for line in text.split("\n\n")[0].splitlines())
+    assert width(compact) <= 100 < width(full)
+    header, rows = grid(compact)
+    assert header == ["metric", "c (floor)", "go", "java", "python", "rust", "typescript"]
+    medians = [s["handshake_ms"]["median"] for s in doc["servers"]]  # c, go, ... in file order
+    places = [2 if m < 10 else 1 if m < 1000 else 0 for m in medians]  # docs/cli.md
+    assert rows["cold start, median (ms)"] == [f"{m:.{p}f}" for m, p in zip(medians, places)]
+    assert all(re.fullmatch(r"[\d.]+", value) for value in rows["cold start, median (ms)"])
+    assert set(rows) < set(grid(full)[1]) | {"cold start, median (ms)",
+                                              "first call from spawn (ms)",
+                                              "warm round trip p50 (ms)",
+                                              "peak RSS, 5 MiB call (MiB)"}
+    assert "- a compact table: --full (or stdout to a file) shows every row" in compact
+    assert "--full" not in full
+    assert "tools.tokens" not in compact  # the notes of rows it does not show are left out
+    assert table(doc, compact=True, metrics=["status"]) == table(doc, metrics=["status"])
+
+
+def test_a_note_servers_share_is_printed_once_naming_them():
+    doc = results()
+    for row in doc["servers"][:3]:
+        row["not_measured"] = {**row.get("not_measured", {}), "tools.tokens": "no tokenizer"}
+    twin = copy.deepcopy(doc["servers"][-1])
+    twin["name"] = "needs-key-2"
+    doc["servers"].append(twin)
+    lines = table(doc).split("\n\n")[2].splitlines()
+    assert "- needs-key, needs-key-2 failed: exited with code 1 after 52 ms before answering" in lines
+    assert "- needs-key, needs-key-2 warning: stderr: FOO_API_KEY not set" in lines
+    assert [n for n in lines if "tools.tokens" in n] == [
+        "- c (floor), rust, typescript not measured (n/a): tools.tokens (no tokenizer)"]
+    assert len(lines) == len(set(lines))
+
+
+def test_measure_and_report_print_the_compact_table_on_a_terminal_only(monkeypatch, tmp_path):
+    import click
+
+    tty = []
+    real = click.get_text_stream
+    monkeypatch.setattr(click, "get_text_stream", lambda name, *a, **k: type(
+        "S", (), {"isatty": lambda self: bool(tty)})() if name == "stdout" else real(name, *a, **k))
+    piped = CliRunner().invoke(main, ["report", str(REFERENCE)])
+    tty.append(True)
+    terminal = CliRunner().invoke(main, ["report", str(REFERENCE)])
+    full = CliRunner().invoke(main, ["report", str(REFERENCE), "--full"])
+    assert piped.exit_code == terminal.exit_code == full.exit_code == 0
+    assert piped.stdout == full.stdout == table(json.loads(REFERENCE.read_text())) + "\n"
+    assert terminal.stdout == table(json.loads(REFERENCE.read_text()), compact=True) + "\n"

@@ -104,7 +104,8 @@ def guard(server: Server, step: Callable[[], None], prefix: str = "") -> bool:
 
 def from_build(build, settings: Settings, require_all: bool = False) -> Server:
     """A Server from a recipe's Build: skipped (missing toolchain; failed with
-    ``require_all``), failed (build failed, with the log's tail), or ready to measure with
+    ``require_all``), failed (build failed, with the log's tail; an unusable recipe, with
+    its cause), or ready to measure with
     its footprint counted now, before anything is timed."""
     from .footprint import measure_footprint
 
@@ -118,6 +119,9 @@ def from_build(build, settings: Settings, require_all: bool = False) -> Server:
         row.status, row.reason = "skipped", build.reason
         if require_all:
             row.fail(f"{build.reason} (--require-all)")
+        return Server(row, None)
+    if not build.ok and build.log is None:
+        row.fail(build.reason)
         return Server(row, None)
     if not build.ok:
         row.fail(f"build failed: {build.reason} (log: {build.log})\n{build.log_tail}")

@@ -74,6 +74,8 @@ def report_line(build: "Build") -> str:
     name = build.recipe.name
     if build.status == "skipped":
         return f"{name}: skipped: {build.reason}"
+    if build.status == "failed" and build.log is None:
+        return f"{name}: failed: {build.reason}"
     if build.status == "failed":
         return f"{name}: failed: {build.reason} (log: {build.log})\n{build.log_tail}"
     if build.status == "no-build":
@@ -208,11 +210,15 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     """Build ``recipe`` unless an up-to-date build exists (``rebuild`` forces one); a recipe
     without ``[build]`` only has its toolchains checked (status "no-build").
 
-    Never raises for a failed step or a missing toolchain: those come back as a Build with
-    status "failed" or "skipped" and a reason. Another mcpstart building the same server
+    Never raises for a failed step, a missing toolchain or a broken recipe file
+    (``recipe.broken``): those come back as a Build with status "failed" or "skipped" and a
+    reason (a broken recipe's: "unusable recipe: ...", no log). Another mcpstart building the same server
     into the same cache is waited for (a file lock). After a successful build only the
     KEEP_BUILDS most recently used build folders of the server are kept.
     """
+    if recipe.broken is not None:
+        progress(Step(f"{recipe.name}: unusable recipe: {recipe.broken}", "build", recipe.name))
+        return Build(recipe, "failed", f"unusable recipe: {recipe.broken}")
     versions, missing = toolchain_versions(recipe)
     if missing:
         return Build(recipe, "skipped", missing, toolchains=versions)

@@ -152,11 +152,11 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     kinds = ("stdio", "http") if transport == "both" else (transport,)
     try:
         if not named:
-            plan.recipes = [r for kind in kinds for r in load_recipes(recipe_folder(),
-                                                                      transport=kind)]
+            plan.recipes = [r for kind in kinds for r in load_recipes(
+                recipe_folder(), transport=kind, keep_broken=True)]
         elif floor:
             plan.recipes = load_recipes(recipe_folder(), [{"stdio": FLOOR, "http": HTTP_FLOOR}[k]
-                                                          for k in kinds])
+                                                          for k in kinds], keep_broken=True)
         if sdk:
             plan.recipes, notes = with_variants(plan.recipes, sdk, pre)
             plan.notes += notes

@@ -113,6 +113,8 @@ class Recipe:
         sdk_source: for an SDK variant (targets/variants.py), the ``SdkSource`` it is built
             from (its steps are then ``[versions]``' in place of ``[build]``'s); None for the
             recipe as written.
+        broken: why the file cannot be used (a RecipeError's message), for a recipe kept as
+            a row of its own (``load_recipes(keep_broken=True)``); None for a usable one.
     """
 
     name: str
@@ -136,6 +138,7 @@ class Recipe:
     endpoint: str = ENDPOINT
     versions: Versions | None = None
     sdk_source: object | None = None
+    broken: str | None = None
 
     @property
     def has_build(self) -> bool:
@@ -455,14 +458,16 @@ def load_recipe(path: Path) -> Recipe:
 
 
 def load_recipes(folder: Path, names: list[str] | None = None,
-                 transport: str | None = "stdio") -> list[Recipe]:
+                 transport: str | None = "stdio", keep_broken: bool = False) -> list[Recipe]:
     """Load ``names`` from ``folder`` (in that order, whatever their transport), or without
     names every ``*.toml`` there (sorted by name) whose transport is ``transport``: by
-    default the stdio servers, the reference set; None: every recipe.
+    default the stdio servers, the reference set; None: every recipe. With ``keep_broken``
+    an invalid recipe does not stop the others: it comes back as a Recipe with ``broken``
+    set (``broken_recipe``), which builds as a failure with that cause.
 
     Raises:
         RecipeError: the folder has no recipes, a named recipe does not exist (the message
-            lists the known names), or a recipe is invalid.
+            lists the known names), or (without ``keep_broken``) a recipe is invalid.
     """
     folder = Path(folder)
     available = {p.stem: p for p in sorted(folder.glob("*.toml"))}
@@ -472,10 +477,29 @@ def load_recipes(folder: Path, names: list[str] | None = None,
     if unknown:
         raise RecipeError(f"no recipe named {', '.join(unknown)} in {folder}; "
                           f"known: {', '.join(available)}")
-    loaded = [load_recipe(available[n]) for n in dict.fromkeys(names or available)]
+    loaded = []
+    for name in dict.fromkeys(names or available):
+        try:
+            loaded.append(load_recipe(available[name]))
+        except RecipeError as err:
+            if not keep_broken:
+                raise
+            loaded.append(broken_recipe(available[name], str(err)))
     if names or transport is None:
         return loaded
     return [r for r in loaded if r.transport == transport]
+
+
+def broken_recipe(path: Path, why: str) -> Recipe:
+    """A Recipe standing for an invalid file ``path``, ``broken`` saying ``why``; its
+    transport is the file's own ``transport`` where the TOML reads and names one of
+    TRANSPORTS, else "stdio"."""
+    try:
+        said = tomllib.loads(path.read_text(encoding="utf-8")).get("transport")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        said = None
+    return Recipe(path.stem, path, [], transport=said if said in TRANSPORTS else "stdio",
+                  broken=why)
 
 
 def find_recipe_folder(option: str | None, cwd: Path | None = None) -> tuple[Path, str]:

@@ -288,7 +288,7 @@ def with_variants(recipes: list[Recipe], options: tuple[str, ...], pre: bool = F
         out.append(recipe)
         asked = specs.get(recipe.name) or (specs.get(recipe.language) if recipe.versions
                                            else None)
-        if asked:
+        if asked and recipe.broken is None:  # a broken recipe is a row saying why
             more, said = variants_of(recipe, asked, pre)
             out += more
             notes += said

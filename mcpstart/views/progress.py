@@ -10,15 +10,21 @@ Three modes, chosen from the stream:
   build's outcome (a build Step without a log), the start of a build (its log path) and
   everything given to ``line`` and ``outcomes`` are printed as plain lines above the live
   line, so the scrollback tells what happened.
-- plain (any other stream): one line per Step, ``mcpstart: <text>``.
+- plain (any other stream): one line per Step, ``mcpstart: <text>``; while a long Step runs
+  (a build, a Step with a ``log``; the revision matrix, whose silent probes each wait out
+  their wait; the HTTP load), a heartbeat line every ``HEARTBEAT_S`` seconds (``mcpstart:
+  still building rust (2:30)``), so that a CI system that stops jobs silent for some
+  minutes sees the job alive.
 - quiet: nothing (errors are Click's, not the display's).
 
 Timing: the display draws only inside its callback, which the run calls between runs, before
-the pause that precedes every timed spawn. The one exception is the spinner of a build: a
-build blocks the calling thread in a subprocess, so a small thread redraws every ``SPIN_S``
-seconds while a build Step is the current one, and is stopped (joined) as soon as any other
-Step arrives, before the callback returns, so no thread of the display runs during a
-measurement.
+the pause that precedes every timed spawn. The exceptions are the long Steps, which time no
+start: a build blocks the calling thread in a subprocess, the load runs in Locust's own
+process, the revision matrix waits out silent probes. A small thread (the ticker) redraws
+the spinner every ``SPIN_S`` seconds (live) or writes a heartbeat every ``HEARTBEAT_S``
+seconds (plain) while such a Step is the current one, and is stopped (joined) as soon as any
+other Step arrives, before the callback returns, so no thread of the display runs during a
+timed start.
 
 Colour only on a terminal, and never when ``NO_COLOR`` is set to a non-empty value
 (https://no-color.org); then not one ANSI escape is written: the live line is rubbed out with
@@ -40,6 +46,12 @@ from .. import Step
 PREFIX = "mcpstart: "
 SPIN_S = 0.1
 """Seconds between two redraws of a build's spinner."""
+HEARTBEAT_S = 20.0
+"""Seconds between two heartbeat lines of a long Step off a terminal: under the 30 s at which
+issue 31 asks for a line (CI systems stop jobs silent for some minutes: GitLab and Travis CI
+at 10)."""
+LONG_PHASES = ("matrix", "load")
+"""Phases of Steps that run long without Steps of their own, beside builds (a ``log``)."""
 BAR_WIDTH = 20
 SPINNER = "|/-\\"
 LOG_TAIL_BYTES = 4096
@@ -101,6 +113,7 @@ class Display:
             ``lambda text: redact(text, secrets)``); may be replaced later, e.g. once the
             secrets are known.
         clock: seconds, monotonic (``time.monotonic``); the elapsed times use it.
+        heartbeat_s: seconds between two heartbeat lines (plain mode).
 
     Attributes:
         mode: "live", "plain" or "quiet".
@@ -109,18 +122,20 @@ class Display:
 
     def __init__(self, stream=None, *, quiet: bool = False,
                  mask: Callable[[str], str] = lambda text: text,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic,
+                 heartbeat_s: float = HEARTBEAT_S):
         self.stream = stream if stream is not None else sys.stderr
         self.mode = "quiet" if quiet else "live" if is_terminal(self.stream) else "plain"
         self.color = self.mode == "live" and not os.environ.get("NO_COLOR")
         self.mask = mask
         self.clock = clock
+        self.heartbeat_s = heartbeat_s
         self._started = clock()
         self._current: Step | None = None  # the Step the live line shows
         self._current_since = self._started
         self._drawn = 0  # visible characters of the live line on screen
         self._lock = threading.Lock()
-        self._spinner: threading.Thread | None = None
+        self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
 
     # ---- the progress callback ----------------------------------------------------------
@@ -129,12 +144,15 @@ class Display:
         has stopped."""
         if isinstance(step, str):
             step = Step(step)
-        self._stop_spinner()
+        self._stop_ticker()
         if self.mode == "quiet":
             return
         text = self.mask(step.text)
         if self.mode == "plain":
             self._write(PREFIX + text + "\n")
+            if step.log is not None or step.phase in LONG_PHASES:
+                self._start_ticker(self._heartbeat, step, self.clock(), self.heartbeat_s,
+                                   "mcpstart-heartbeat")
             return
         if step.phase == "note":
             self._permanent(text)
@@ -148,16 +166,13 @@ class Display:
             self._current, self._current_since = step, self.clock()
             self._draw()
         if step.log is not None:
-            self._stop = threading.Event()
-            self._spinner = threading.Thread(target=self._spin, args=(self._stop,),
-                                             name="mcpstart-spinner", daemon=True)
-            self._spinner.start()
+            self._start_ticker(self._spin, step, self._current_since, SPIN_S, "mcpstart-spinner")
 
     def line(self, text: str, color: str | None = None) -> None:
         """Print ``text`` (masked) as a plain line, above the live line; ``color`` a click
         colour name, used only when colour is on."""
         if self.mode != "quiet":
-            self._stop_spinner()
+            self._stop_ticker()
             self._permanent(self.mask(text), color)
 
     def outcomes(self, servers: list[dict]) -> None:
@@ -178,8 +193,9 @@ class Display:
                 self.line(f"{name} warning: {warning_text(warning)}", "yellow")
 
     def close(self) -> None:
-        """Stop a spinner and clear the live line; ``line`` still works afterwards."""
-        self._stop_spinner()
+        """Stop a spinner or heartbeat and clear the live line; ``line`` still works
+        afterwards."""
+        self._stop_ticker()
         with self._lock:
             self._current = None
             self._clear()
@@ -194,19 +210,36 @@ class Display:
             _ACTIVE.remove(self)
 
     # ---- drawing --------------------------------------------------------------------------
-    def _stop_spinner(self) -> None:
-        if self._spinner is not None:
-            self._stop.set()
-            self._spinner.join()
-            self._spinner = None
+    def _start_ticker(self, tick: Callable, step: Step, since: float, every_s: float,
+                      name: str) -> None:
+        """A thread calling ``tick(step, since, turn)`` every ``every_s`` seconds (under the
+        lock) until ``_stop_ticker``."""
+        def run(stop: threading.Event) -> None:
+            turn = 0
+            while not stop.wait(every_s):
+                turn += 1
+                with self._lock:
+                    if not stop.is_set():
+                        tick(step, since, turn)
 
-    def _spin(self, stop: threading.Event) -> None:
-        turn = 0
-        while not stop.wait(SPIN_S):
-            turn += 1
-            with self._lock:
-                if not stop.is_set():
-                    self._draw(turn)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=run, args=(self._stop,), name=name, daemon=True)
+        self._ticker.start()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
+
+    def _spin(self, _step: Step, _since: float, turn: int) -> None:
+        self._draw(turn)
+
+    def _heartbeat(self, step: Step, since: float, _turn: int) -> None:
+        """``still building NAME (m:ss)`` for a build, else ``still on: TEXT (m:ss)``."""
+        what = (f"building {self.mask(step.server or step.text)}" if step.log is not None
+                else f"on: {self.mask(step.text)}")
+        self._write(f"{PREFIX}still {what} ({elapsed(self.clock() - since)})\n")
 
     def _style(self, text: str, color: str | None) -> str:
         if not (self.color and color):

@@ -26,6 +26,16 @@ def _outcome(probe: dict) -> str:
     return _clip(probe.get("outcome"))
 
 
+def matrix_json(results) -> str:
+    """``revisions --format json``: one object, ``servers``: ``[{name, status, reason,
+    protocol}]``, ``protocol`` being the results file's block as it is (docs/results.md:
+    era, supported and unknown revisions, the probe wait, ``matrix``: every probe)."""
+    return json.dumps({"servers": [
+        {"name": s.get("name"), "status": s.get("status"), "reason": s.get("reason"),
+         "protocol": s.get("protocol")}
+        for doc in documents(results) for s in doc.get("servers") or []]}, indent=2) + "\n"
+
+
 def matrix_table(results, tablefmt: str = "github") -> str:
     """Every probe of every server: method, revision asked, outcome, what was answered, the
     error's code, message and data, and the time from spawn to the outcome; then one line

@@ -8,7 +8,6 @@ unexpected type, "?".
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from collections import Counter
@@ -504,6 +503,26 @@ ROWS: list[Row] = [
     Row("shutdown", "shutdown", _shutdown, ("shutdown.how", "shutdown.ms")),
 ]
 ROW_BY_PATH = {row.path: row for row in ROWS}
+COMPACT_ROWS = [
+    ROW_BY_PATH["status"],
+    Row("handshake_ms.median", "cold start, median (ms)", _plain(fmt_ms)),
+    Row("phases_ms.first_call.median", "first call from spawn (ms)", _plain(fmt_ms)),
+    Row("round_trip_ms.p50", "warm round trip p50 (ms)", _plain(fmt_ms)),
+    ROW_BY_PATH["memory.idle_rss_bytes"],
+    ROW_BY_PATH["memory.idle_pss_bytes"],
+    Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _plain(fmt_mib)),
+    Row("tools.tokens.count", "tool list (tokens)", _plain(_count)),
+    ROW_BY_PATH["footprint.artifact_bytes"],
+    ROW_BY_PATH["footprint.dependency_count"],
+    Row("http.start_ms.first_call.median", "HTTP first call from spawn (ms)", _plain(fmt_ms)),
+    Row("http.latency_ms.p50", "HTTP warm latency p50 (ms)", _plain(fmt_ms)),
+    Row("http.load.calls.rps", "load, calls on a session (req/s)", lambda value, s: (
+        ">= " * (dig(s, "http.load.calls.engine_bound") is True) + f"{number(value):.0f}")),
+]
+"""The default table on a terminal (``table(compact=True)``): the headline figure of each
+family, one short cell each (a median without its interval), so the reference set fits 100
+columns (tests/test_views.py); ``--full``, ``--metrics``, files and exports have every row."""
+COMPACT_NOTE = "- a compact table: --full (or stdout to a file) shows every row"
 
 
 def select_rows(metrics=None) -> list[Row]:
@@ -525,9 +544,10 @@ def present(server: dict, row: Row) -> bool:
     return any(dig(server, p) is not None for p in row.paths)
 
 
-def visible_rows(docs: list[dict], metrics=None) -> list[Row]:
-    """The selected rows; without ``metrics``, only those with a value somewhere (and status)."""
-    rows = select_rows(metrics)
+def visible_rows(docs: list[dict], metrics=None, compact: bool = False) -> list[Row]:
+    """The selected rows; without ``metrics``, only those with a value somewhere (and
+    status), of COMPACT_ROWS with ``compact``."""
+    rows = list(COMPACT_ROWS) if compact and not metrics else select_rows(metrics)
     if metrics:
         return rows
     every = [s for doc in docs for s in servers(doc)]
@@ -699,11 +719,6 @@ def warning_text(warning) -> str:
     return str(warning)
 
 
-def _program(argv) -> str:
-    """The program of a command line, by its base name."""
-    return os.path.basename(str(argv[0])) if isinstance(argv, list) and argv else "?"
-
-
 PEAK_METHODS = {
     "vmhwm": "vmhwm: the kernel's exact high-water mark (VmHWM, reset before the call) of a "
              "one-process server during the first large call",
@@ -717,32 +732,30 @@ def _server_notes(cols, rows: list[Row] | None) -> list[str]:
     """The notes under the table, each once and only where it applies: failures always (they
     explain a "-"); with ``rows`` (the rows --metrics chose), a warning, a block not
     measured, the settle time, the PSS caveat and the peak method only where a shown row
-    reads their part of the file; one warning several servers share (a config's client
-    note) once, naming them."""
+    reads their part of the file. A note several servers share (the same failure, warning,
+    or block not measured for the same reason: the missing tokenizer) is printed once,
+    naming them. Processes sharing a server's executable are counted, never named, but for
+    mcpstart itself: the others are whatever else the machine runs."""
     paths = [p for row in rows or [] for p in row.paths]
 
     def shown(key: str | None) -> bool:
         return rows is None or (key is not None and any(
             p == key or p.startswith(key + ".") or key.startswith(p + ".") for p in paths))
 
-    notes, grouped, settled, methods, states = [], {}, {}, {}, set()
+    grouped: dict[str, list[str]] = {}  # a note's text after its servers -> the servers
+    settled, methods, states, sharing_by = {}, {}, set(), {}
     shared = False
     for header, _doc, _label, s in cols:
         if s.get("status") in ("failed", "skipped", "interrupted") or s.get("reason"):
-            notes.append(f"- {header} {s.get('status')}: {s.get('reason')}")
+            grouped.setdefault(f" {s.get('status')}: {s.get('reason')}", []).append(header)
         warnings = s.get("warnings")
         for w in warnings if isinstance(warnings, list) else []:
             if not isinstance(w, dict) or shown(w.get("metric")):
-                if warning_text(w) not in grouped:
-                    grouped[warning_text(w)] = []
-                    notes.append(warning_text(w))  # filled in below with its servers
-                grouped[warning_text(w)].append(header)
+                grouped.setdefault(f" warning: {warning_text(w)}", []).append(header)
         skipped = s.get("not_measured")
-        skipped = {k: v for k, v in (skipped.items() if isinstance(skipped, dict) else [])
-                   if shown(k)}
-        if skipped:
-            notes.append(f"- {header} not measured (n/a): "
-                         + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+        for key, why in skipped.items() if isinstance(skipped, dict) else []:
+            if shown(key):
+                grouped.setdefault(f" not measured (n/a): {key} ({why})", []).append(header)
         if shown("memory.idle_rss_bytes") and dig(s, "memory.settle_s") is not None:
             settle_s, rule = dig(s, "memory.settle_s"), dig(s, "memory.settle_rule")
             settle = f"{settle_s:.3g}" if isinstance(settle_s, (int, float)) else str(settle_s)
@@ -758,13 +771,16 @@ def _server_notes(cols, rows: list[Row] | None) -> list[str]:
                 states.add(dig(s, "memory.peak_state"))
         sharing = dig(s, "memory.sharing")
         if shown("memory.idle_pss_bytes") and isinstance(sharing, list) and sharing:
-            listed = ", ".join(f"pid {p.get('pid')} {_program(p.get('cmdline'))}"
-                               + (" (mcpstart itself)" if p.get("mcpstart") else "")
-                               if isinstance(p, dict) else str(p) for p in sharing[:3])
-            more = f" and {len(sharing) - 3} more" if len(sharing) > 3 else ""
-            notes.append(f"- {header}: {len(sharing)} other process(es) share its executable, "
-                         f"so its PSS is lower than it would be alone: {listed}{more}")
-    notes = [f"- {', '.join(grouped[n])} warning: {n}" if n in grouped else n for n in notes]
+            own = any(isinstance(p, dict) and p.get("mcpstart") for p in sharing)
+            others = len(sharing) - own
+            what = " and ".join((["mcpstart itself"] if own else [])
+                                + ([f"{others} other process(es), not named"] if others else []))
+            sharing_by.setdefault(what, []).append(header)
+    notes = [f"- {', '.join(who)}{text}" for text, who in grouped.items()]
+    if sharing_by:
+        notes.append("- PSS is lower than alone where other processes of this user run the "
+                     "server's executable: " + "; ".join(
+                         f"{', '.join(who)} ({what})" for what, who in sharing_by.items()))
     notes += [f"- idle memory read after: {', '.join(times)}" + (f" ({rule})" if rule else "")
               for rule, times in settled.items()]
     if shared:
@@ -900,14 +916,15 @@ sections under it are plain text, which a parser of the format would reject or m
 
 
 def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
-          transpose: bool = False, aside=None) -> str:
+          transpose: bool = False, aside=None, compact: bool = False) -> str:
     """Render results as text: metrics as rows, one column per server (header "name (label)"
     when several files or ``labels`` are given); ``transpose`` puts servers in rows.
 
     ``results_list``: one results file or a list (``Results`` objects or their JSON dicts).
     ``labels``: one per file (default: each file's hostname, plus the date where two match).
     ``tablefmt``: any tabulate format. ``metrics``: row key paths (see ``ROWS``) to show, in
-    order; without it every row that has a value somewhere. Under the table: the machine,
+    order; without it every row that has a value somewhere (of COMPACT_ROWS with
+    ``compact``, the notes then only of what those rows read). Under the table: the machine,
     notes (reasons, warnings, what was not measured, idle-memory settle time, PSS/USS
     caveat), the startup budget when measured, and one provenance line per file. For a
     FORMAT_ONLY ``tablefmt`` those go to ``aside(text)`` (None: dropped), the table alone is
@@ -921,7 +938,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
 
     docs = documents(results_list)
     cols = columns(docs, labels, floor=True)
-    rows = visible_rows(docs, metrics)
+    rows = visible_rows(docs, metrics, compact)
     context = _label_context(docs)
     markdown = tablefmt in MARKDOWN_FORMATS
 
@@ -944,11 +961,15 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     labels_ = file_labels(docs, labels)
     machine = "\n".join((f"{label}: " if several else "") + _machine(doc)
                         for doc, label in zip(docs, labels_))
-    notes = [note.replace("\n", "\n  ") for note in _server_notes(cols, rows if metrics else None)]  # Markdown list item
+    chosen = rows if metrics or compact else None
+    notes = [note.replace("\n", "\n  ")  # a Markdown list item goes on indented
+             for note in _server_notes(cols, chosen)]
     notes += _phase_notes(docs, rows) + _http_notes(docs, rows)
     if not cols:
         notes.append("- this results file holds no servers" if not several
                      else "- these results files hold no servers")
+    elif compact and not metrics:
+        notes.append(COMPACT_NOTE)
     sections = [text, machine, "\n".join(notes)]
     for doc, label in zip(docs, labels_):
         sections.append("\n".join(_startup(doc, label if several else None)))
