@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import warnings as warn
+from . import mappings
 from ..transports.tree import ProcessSet
 from ..targets.cmdline import process_label
 
@@ -148,9 +149,10 @@ def settle(processes: ProcessSet, wait: Callable[[float], None], rule: SettleRul
 
 def idle_rows(processes: ProcessSet) -> list[dict]:
     """One row per live process, in the order found: ``{pid, ppid, name, label, cmdline,
-    idle_rss_bytes, idle_pss_bytes, idle_uss_bytes}``; ``label`` is the table's short name
-    (targets.cmdline.process_label); PSS and USS from smaps_rollup (None where the OS does
-    not give them)."""
+    idle_rss_bytes, idle_pss_bytes, idle_uss_bytes, idle_split}``; ``label`` is the table's
+    short name (targets.cmdline.process_label); PSS and USS from smaps_rollup (None where the
+    OS does not give them); ``idle_split`` the RSS, PSS and size by class of mapping
+    (mappings.split: one read of /proc/PID/smaps; None where it cannot be read)."""
     rows = []
     for proc in processes.alive():
         try:
@@ -166,6 +168,7 @@ def idle_rows(processes: ProcessSet) -> list[dict]:
             row["idle_uss_bytes"] = getattr(full, "uss", None)
         except psutil.Error:
             pass
+        row["idle_split"] = mappings.split(proc.pid)
         rows.append(row)
     return rows
 
@@ -285,13 +288,15 @@ class Sampler:
 def idle_block(rows: list[dict], settle_s: float, rule: SettleRule, sampling: Sampling,
                shared_with: list[dict]) -> dict:
     """The results file's ``memory`` block before any peak is known: sums over ``rows``
-    (``idle_rows``), the settle time and rule, the sampler's intervals, and ``sharing``."""
+    (``idle_rows``; ``idle_split`` summed class by class), the settle time and rule, the
+    sampler's intervals, and ``sharing``."""
     def total(key: str) -> int | None:
         values = [row[key] for row in rows]
         return sum(values) if values and None not in values else None
 
     return {"idle_rss_bytes": total("idle_rss_bytes"), "idle_pss_bytes": total("idle_pss_bytes"),
-            "idle_uss_bytes": total("idle_uss_bytes"), "settle_s": settle_s,
+            "idle_uss_bytes": total("idle_uss_bytes"),
+            "idle_split": mappings.total([row["idle_split"] for row in rows]), "settle_s": settle_s,
             "settle_rule": rule.describe(), "sharing": shared_with,
             "peak_rss_bytes_payload": None, "peak_rss_bytes_sampled": None,
             "peak_rss_bytes_hwm_sum": None, "peak_method": None,
@@ -334,7 +339,8 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
     rows = {row["pid"]: dict(row) for row in idle_processes}
     for pid, info in sampler.seen.items():
         rows.setdefault(pid, {**_labelled(info), "ppid": None, "idle_rss_bytes": None,
-                              "idle_pss_bytes": None, "idle_uss_bytes": None})
+                              "idle_pss_bytes": None, "idle_uss_bytes": None,
+                              "idle_split": None})
     for pid, row in rows.items():
         reaped = processes.exited.get(pid, {})
         row.update(peak_rss_bytes_hwm=marks.get(pid),

@@ -203,6 +203,29 @@ def _round_trip(value, s) -> str:
     return text + ("" if n is None else f" (n={_count(n)})")
 
 
+def top_holder(split) -> tuple[str, int, float] | None:
+    """The class of ``memory.idle_split`` (docs/results.md) holding the most RSS: ``(class,
+    rss_bytes, share of the split's summed RSS)``; None without a split or RSS."""
+    if not isinstance(split, dict):
+        return None
+    rss = {name: number(value.get("rss_bytes")) for name, value in split.items()
+           if isinstance(value, dict) and is_number(value.get("rss_bytes"))}
+    whole = sum(rss.values())
+    if not whole:
+        return None
+    name = max(rss, key=rss.get)
+    return name, rss[name], rss[name] / whole
+
+
+def _top_holder(value, _s) -> str:
+    """"anon 38.2 (61%)": the class holding most of the idle RSS, its MiB and share."""
+    found = top_holder(value)
+    if found is None:
+        return "?"
+    name, size, share = found
+    return f"{name} {fmt_mib(size)} ({share:.0%})"
+
+
 def _processes(value, _s) -> str:
     """"3: npm exec 91.0 + sh 2.0 + node 68.0 MiB": the idle RSS of each process of a tree
     of several, in tree order."""
@@ -463,6 +486,7 @@ ROWS: list[Row] = [
     Row("memory.idle_pss_bytes", "idle PSS (MiB)", _plain(fmt_mib)),
     Row("memory.idle_uss_bytes", "idle USS (MiB)", _plain(fmt_mib)),
     Row("memory.processes", "processes in tree (idle RSS each)", _processes),
+    Row("memory.idle_split", "idle RSS's top holder (MiB, share)", _top_holder),
     Row("memory.before_call_rss_bytes", "RSS just before the {payload} call (MiB)",
         _plain(fmt_mib)),
     Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _peak,

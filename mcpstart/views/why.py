@@ -1,11 +1,12 @@
 """``mcpstart why``: the whole breakdown of one server's start from a results file (its
-``start_usage`` and ``imports`` blocks, docs/startup.md), as text, and the short forms the
+``start_usage`` and ``imports`` blocks, docs/startup.md) and of its idle memory by class of
+mapping (``memory.idle_split``, docs/process-tree.md), as text, and the short forms the
 table's rows show."""
 
 from __future__ import annotations
 
 from ..results import dig, name_of, servers
-from .table import cpu_split, fmt_ms, other_transport
+from .table import cpu_split, fmt_mib, fmt_ms, other_transport
 
 def why(doc: dict, name: str | None = None) -> str:
     """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``
@@ -50,6 +51,11 @@ def why(doc: dict, name: str | None = None) -> str:
             lines.append(f"  imported for another transport: {found}")
     elif reason := (row.get("not_measured") or {}).get("imports"):
         lines.append(f"  imports: not measured: {reason}")
+    if split := dig(row, "memory.idle_split"):
+        lines.append("  idle memory by class of mapping (MiB: RSS, PSS):")
+        lines += [f"    {name}: {fmt_mib(value['rss_bytes'])}, {fmt_mib(value['pss_bytes'])}"
+                  for name, value in sorted(split.items(), key=lambda kv: -kv[1]["rss_bytes"])
+                  if value["rss_bytes"]]
     return "\n".join(lines) + "\n"
 
 

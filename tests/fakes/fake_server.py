@@ -60,6 +60,8 @@ parser.add_argument("--child-alloc-mib", type=int, default=0,
                     help="per tools/call, a child that holds this many MiB for 0.3 s, then exits")
 parser.add_argument("--then-alloc-mib", type=int, default=0,
                     help="after the child: hold this many MiB for 0.3 s in the server itself")
+parser.add_argument("--idle-mib", type=int, default=0,
+                    help="hold this many MiB (anonymous, written) from the start on")
 parser.add_argument("--helper-mib", type=int, default=0,
                     help="start a helper process holding this many MiB")
 parser.add_argument("--helper-exits-on-call", action="store_true",
@@ -432,6 +434,8 @@ def main() -> None:
                 del blocks[0]
             _, status = os.waitpid(child, 0)
             os._exit(os.waitstatus_to_exitcode(status))
+    if args.idle_mib:
+        state["idle"] = bytearray(b"\1" * (args.idle_mib << 20))  # written: resident
     if args.helper_mib:
         state["helper"] = subprocess.Popen([*holder, str(args.helper_mib)])
     if args.double_fork_mib and os.fork() == 0:
