@@ -1,0 +1,223 @@
+"""Is mcpstart's idle memory split (``memory.idle_split``, mcpstart/measure/mappings.py) right?
+One warm session per server and round, run by mcpstart's own step (measure/warm.py
+``tool_session``: memory settled by the default rule, then the idle figures and the split read
+per process). Right after mcpstart's reading, while the server waits idle, a separate reader
+checks three things by other means, for the processes of the tree mcpstart read:
+
+1. sum: the split's RSS over all classes against VmRSS from ``cat /proc/PID/status``: within 2%;
+2. code: the split's mapped code (``size_bytes`` of ``exe_code`` + ``lib_code``) against the
+   executable text of every file the process maps executable (the files named by
+   ``cat /proc/PID/maps``), computed from the ELF section headers with pyelftools: the span of
+   the sections flagged SHF_EXECINSTR, rounded out to whole pages, as the kernel maps the
+   segment holding them. Mapped sizes are compared, not resident ones: a page of code never
+   executed is never read in, so resident text is at most the mapped text and says nothing
+   about the sections. Target within 5%;
+   A file mapped executable twice (node: V8 remaps its embedded builtins) counts its doubly
+   mapped bytes, read from the maps' file offsets, on the ELF side too;
+3. heap (Node.js servers only, where cheap): a preload (``NODE_OPTIONS=--require``) makes
+   node write ``process.memoryUsage()`` and ``v8.getHeapStatistics()`` on SIGUSR2; V8's
+   ``heapTotal`` (committed) and ``total_physical_size`` (committed and touched) against the
+   split's ``anon`` RSS, the class V8's heap lives in (it is not told apart from malloc's
+   arenas and thread stacks: docs/process-tree.md). Target within 15%, printed whether met or
+   not, with the split's ``heap`` and V8's ``external`` beside it.
+
+Prints per server each figure, the independent one, their ratio and met/MISSED. Asserts
+nothing.
+
+Usage: python benchmarks/memory_split_check.py [--rounds 1] [NAMES...]
+NAMES: reference recipes (default: all, stdio and HTTP). Each session settles for at least
+10 s (the settle rule's floor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+from checks import arguments, header, load_average, reference_builds, verdict
+from mcpstart.measure.client import Skips
+from mcpstart.measure.settings import Settings
+from mcpstart.measure.warm import tool_session
+from mcpstart.results import ServerResult
+from mcpstart.transports.http import HttpTransport
+from mcpstart.transports.session import Traffic
+
+TARGETS = {"sum": 0.02, "code": 0.05, "heap": 0.15}
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PRELOAD = """
+process.on("SIGUSR2", () => {
+  require("fs").writeFileSync(process.env.SPLIT_CHECK_OUT + "/" + process.pid + ".json",
+                              JSON.stringify({...process.memoryUsage(),
+                                              ...require("v8").getHeapStatistics()}));
+});
+"""
+
+
+def elf_text(path: str) -> int | None:
+    """Bytes the kernel maps for ``path``'s code: the span from the lowest to the highest
+    address of its SHF_EXECINSTR sections, rounded out to pages; None for a file that is not
+    ELF or has no such section."""
+    try:
+        with open(path, "rb") as handle:
+            spans = [(s["sh_addr"], s["sh_addr"] + s["sh_size"])
+                     for s in ELFFile(handle).iter_sections()
+                     if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR and s["sh_size"]]
+    except (OSError, ELFError):
+        return None
+    if not spans:
+        return None
+    low, high = min(a for a, _ in spans), max(b for _, b in spans)
+    return -(-high // PAGE) * PAGE - low // PAGE * PAGE
+
+
+def read_process(pid: int) -> dict | None:
+    """One ``cat`` of /proc/PID/status and /proc/PID/maps: ``{vm_rss, files}``, files: path
+    -> the file offset ranges ``[(start, end)]`` it is mapped executable at; None when the
+    process is gone."""
+    done = subprocess.run(["cat", f"/proc/{pid}/status", f"/proc/{pid}/maps"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    vm_rss, files = None, {}
+    for line in done.stdout.splitlines():
+        if line.startswith("VmRSS:"):
+            vm_rss = int(line.split()[1]) * 1024
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and "-" in fields[0] and "x" in fields[1] and fields[4] != "0":
+            low, high = (int(v, 16) for v in fields[0].split("-"))
+            offset = int(fields[2], 16)
+            path = fields[5].removesuffix(" (deleted)")
+            files.setdefault(path, []).append((offset, offset + high - low))
+    return {"vm_rss": vm_rss, "files": files}
+
+
+def twice(ranges: list[tuple[int, int]]) -> int:
+    """Bytes of a file mapped executable more than once: the ranges' summed length less the
+    length of their union (V8 maps its embedded builtins a second time, from node's own file,
+    next to its code range: src/heap/code-range.cc, RemapEmbeddedBuiltins)."""
+    union, end = 0, -1
+    for start, stop in sorted(ranges):
+        union += max(0, stop - max(start, end))
+        end = max(end, stop)
+    return sum(stop - start for start, stop in ranges) - union
+
+
+def node_heaps(pids: list[int], folder: str) -> dict[int, dict]:
+    """pid -> process.memoryUsage() of each node process of ``pids`` (SIGUSR2 to each; the
+    preload writes a file); waits up to 2 s."""
+    names = {}
+    for pid in pids:
+        try:
+            names[pid] = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+    nodes = [pid for pid, name in names.items() if name.startswith("node")]
+    for pid in nodes:
+        os.kill(pid, signal.SIGUSR2)
+    found, deadline = {}, time.monotonic() + 2
+    while len(found) < len(nodes) and time.monotonic() < deadline:
+        for pid in nodes:
+            path = Path(folder, f"{pid}.json")
+            if pid not in found and path.exists() and path.stat().st_size:
+                found[pid] = json.loads(path.read_text())
+        time.sleep(0.02)
+    return found
+
+
+def session(command, transport: str, folder: str) -> dict:
+    """One session: mcpstart's memory block and the reader's ``{pid: read_process}`` and
+    ``{pid: memoryUsage}``, read right after mcpstart's idle reading."""
+    settings = replace(Settings(), round_trips=0, payload_bytes=1024)
+    if transport == "http":
+        settings = replace(settings, spawner=lambda c: HttpTransport(c))
+    row = ServerResult("check", transport)
+    reader: dict = {}
+
+    def progress(_step: str) -> None:  # the first step after the idle reading: read now
+        if row.memory is not None and not reader:
+            pids = [p["pid"] for p in row.memory["processes"]]
+            reader["procs"] = {pid: found for pid in pids if (found := read_process(pid))}
+            reader["heaps"] = node_heaps(pids, folder)
+
+    tool_session(command, settings, row, Skips(), Traffic(), progress)
+    if not reader:
+        raise RuntimeError(f"no idle reading: {row.not_measured or row.reason}")
+    return {"memory": row.memory, **reader}
+
+
+def with_preload(command, folder: str):
+    """``command`` with the preload required by every node it starts."""
+    preload = Path(folder, "preload.js")
+    preload.write_text(PRELOAD)
+    options = " ".join(filter(None, [command.environment().get("NODE_OPTIONS"),
+                                     f"--require={preload}"]))
+    return replace(command, env={**command.env, "NODE_OPTIONS": options,
+                                 "SPLIT_CHECK_OUT": folder})
+
+
+def report(name: str, found: dict) -> None:
+    rows = {p["pid"]: p for p in found["memory"]["processes"]}
+    procs = {pid: got for pid, got in found["procs"].items() if rows[pid]["idle_split"]}
+    splits = {pid: rows[pid]["idle_split"] for pid in procs}
+    mine = sum(v["rss_bytes"] for s in splits.values() for v in s.values())
+    theirs = sum(p["vm_rss"] for p in procs.values())
+    print(verdict(name, "sum of classes", mine // 1024, theirs // 1024,
+                  abs(mine - theirs) <= TARGETS["sum"] * theirs, "KiB"))
+    code = sum(s[c]["size_bytes"] for s in splits.values() for c in ("exe_code", "lib_code"))
+    text, again, left_out = 0, 0, []
+    for got in procs.values():
+        for path, ranges in got["files"].items():
+            size = elf_text(path)
+            if size is None:
+                mapped = sum(stop - start for start, stop in ranges)
+                code -= mapped  # compared on neither side
+                left_out.append(f"{Path(path).name} {mapped // 1024} KiB")
+            else:
+                text += size + twice(ranges)
+                again += twice(ranges)
+    print(verdict(name, "mapped code", code // 1024, text // 1024,
+                  abs(code - text) <= TARGETS["code"] * text, "KiB"))
+    resident = sum(s[c]["rss_bytes"] for s in splits.values() for c in ("exe_code", "lib_code"))
+    print(f"{name:16} resident code {resident // 1024:,} KiB of {code // 1024:,} KiB mapped"
+          + f"; mapped a second time (in the ELF figure) {again // 1024:,} KiB"
+          + (f"; not ELF, left out: {', '.join(left_out)}" if left_out else ""))
+    for pid, usage in found["heaps"].items():
+        anon, heap = splits[pid]["anon"]["rss_bytes"], splits[pid]["heap"]["rss_bytes"]
+        total = usage["heapTotal"]
+        print(verdict(name, "anon vs heapTotal", anon // 1024, total // 1024,
+                      abs(anon - total) <= TARGETS["heap"] * total, "KiB"))
+        physical = usage["total_physical_size"]
+        print(verdict(name, "anon vs V8 phys.", anon // 1024, physical // 1024,
+                      abs(anon - physical) <= TARGETS["heap"] * physical, "KiB"))
+        print(f"{name:16} node {pid}: V8 heapUsed {usage['heapUsed'] // 1024:,} KiB, external "
+              f"{usage['external'] // 1024:,} KiB, rss {usage['rss'] // 1024:,} KiB; split "
+              f"heap {heap // 1024:,} KiB, jit_code "
+              f"{splits[pid]['jit_code']['rss_bytes'] // 1024:,} KiB")
+
+
+def main() -> None:
+    args = arguments(__doc__, rounds=1)
+    builds = reference_builds(args.names)
+    print(f"{args.rounds} session(s) per server, servers in turn; targets: sum within "
+          f"{TARGETS['sum']:.0%}, code {TARGETS['code']:.0%}, Node heap "
+          f"{TARGETS['heap']:.0%}; {load_average()} at start")
+    print(header("independent"))
+    for _ in range(args.rounds):
+        for name, (transport, command) in builds.items():
+            with tempfile.TemporaryDirectory() as folder:
+                report(name, session(with_preload(command, folder), transport, folder))
+    print(f"{load_average()} at the end")
+
+
+if __name__ == "__main__":
+    main()
