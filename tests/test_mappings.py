@@ -8,7 +8,8 @@ import subprocess
 from conftest import FAKE, PYTHON
 from mcpstart.measure import mappings, memory
 from mcpstart.transports.tree import ProcessSet
-from mcpstart.views.table import top_holder
+from mcpstart.views.table import ROW_BY_PATH, cell, top_holder
+from mcpstart.views.why import why
 
 EXE = "/usr/bin/node"
 SMAPS = """\
@@ -114,3 +115,18 @@ def test_the_block_sums_splits_class_by_class_and_loses_none():
     assert summed["exe_code"]["rss_bytes"] == 1024 * 1024
     assert summed["lib_code"]["rss_bytes"] == (1024 + 400 + 400) * 1024
     assert mappings.total([one, None]) is None and mappings.total([]) is None
+
+
+def test_the_table_and_why_name_the_holders():
+    split = mappings.parse(SMAPS, EXE)
+    server = {"name": "node", "transport": "stdio", "status": "ok",
+              "handshake_ms": {"n": 1, "median": 50.0}, "start_usage": None,
+              "imports": {"import_ms": 1.0, "instrumented_ms": 2.0, "runs": 1,
+                          "uninstrumented_ms": 2.0, "interpreter_ms": 1.0, "distributions": []},
+              "memory": {"idle_split": split}}
+    assert cell(server, ROW_BY_PATH["memory.idle_split"]) == "exe_code 1.0 (37%)"
+    text = why({"servers": [server]}, "node")
+    lines = text[text.index("idle memory by class"):].splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in lines] == [
+        "exe_code", "heap", "lib_code", "jit_code", "file_data", "anon", "stack", "other"]
+    assert lines[0].strip() == "exe_code: 1.0, 0.5"
