@@ -74,14 +74,21 @@ def vm_rss(pid: int) -> int:
         return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
 
 
+def ask(proc: subprocess.Popen, mid: int, method: str, params: dict) -> dict:
+    """One request to a fake server over its pipes, and its answer."""
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": mid, "method": method,
+                                 "params": params}) + "\n")
+    proc.stdin.flush()
+    answer = json.loads(proc.stdout.readline())
+    assert answer["id"] == mid
+    return answer
+
+
 def idle_fake(*switches: str) -> subprocess.Popen:
     """A fake server past its start (it answered initialize), then idle on its stdin."""
     proc = subprocess.Popen([*PYTHON, str(FAKE), *switches], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
-    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                 "params": {"protocolVersion": "2025-06-18"}}) + "\n")
-    proc.stdin.flush()
-    assert json.loads(proc.stdout.readline())["id"] == 1
+    ask(proc, 1, "initialize", {"protocolVersion": "2025-06-18"})
     return proc
 
 
@@ -107,6 +114,24 @@ def test_a_live_split_sums_to_rss_and_holds_the_allocation_as_anon():
     assert 46 << 20 <= grown <= 52 << 20, grown
     block = memory.idle_block(rows[large], 0.0, memory.SettleRule(), memory.Sampling(), [])
     assert block["idle_split"] == rows[large][0]["idle_split"]
+
+
+def test_the_split_near_the_peak_shows_the_class_that_grew():
+    proc = idle_fake("--then-alloc-mib", "48")  # holds 48 MiB for 0.3 s inside the call
+    try:
+        processes = ProcessSet(proc.pid)
+        idle = mappings.split(proc.pid)
+        with memory.Sampler(processes, memory.Sampling()) as sampler:
+            ask(proc, 2, "tools/call", {"name": "reverse_text",
+                                        "arguments": {"text": "a" * 200_000}})
+    finally:
+        proc.stdin.close()
+        proc.wait(5)
+    grown = {name: sampler.peak_split[name]["rss_bytes"] - idle[name]["rss_bytes"]
+             for name in mappings.CLASSES}
+    assert max(grown, key=grown.get) == "anon"
+    assert 46 << 20 <= grown["anon"] <= 54 << 20, grown
+    assert mappings.rss(sampler.peak_split) <= sampler.peak_bytes * 1.02
 
 
 def test_the_block_sums_splits_class_by_class_and_loses_none():

@@ -89,3 +89,8 @@ def total(splits: list[dict | None]) -> dict[str, dict[str, int]] | None:
     return {name: {key: sum(s[name][key] for s in splits) for key in FIELDS.values()}
             for name in CLASSES}
 
+
+
+def rss(classes: dict[str, dict[str, int]]) -> int:
+    """The RSS of a split, all classes summed (bytes)."""
+    return sum(value["rss_bytes"] for value in classes.values())

@@ -240,11 +240,17 @@ class Sampler:
     the RSS of the known processes every ``interval_s``, a rescan for new ones every
     ``rescan_s``, so a process born and gone inside the phase is seen.
 
+    At each rescan it also reads every member's mappings (mappings.split) and keeps the
+    tree's split with the largest summed RSS: the split near the peak, read at most every
+    ``rescan_s``, so it can miss a peak shorter than that.
+
     Attributes:
         peak_bytes: the largest summed RSS seen (a lower bound of the true peak).
         largest: pid -> largest RSS seen of that process.
         seen: pid -> ``{pid, name, cmdline}`` of every process seen.
         samples: how many samples were taken.
+        peak_split: the tree's split (mappings.total) with the largest summed RSS of those
+            read, or None when none could be read.
     """
 
     def __init__(self, processes: ProcessSet, sampling: Sampling):
@@ -256,6 +262,7 @@ class Sampler:
         self.largest: dict[int, int] = {}
         self.seen: dict[int, dict] = {}
         self.samples = 0
+        self.peak_split: dict | None = None
 
     def _run(self) -> None:
         next_scan = 0.0
@@ -264,6 +271,7 @@ class Sampler:
             if now >= next_scan:
                 self._processes.scan()
                 next_scan = now + self._rescan_s
+                self._read_split()
             total = 0
             for pid in list(self._processes.members):
                 value = rss(pid)
@@ -275,6 +283,12 @@ class Sampler:
             self.peak_bytes = max(self.peak_bytes, total)
             self.samples += 1
             self._stop.wait(self._interval_s)
+
+    def _read_split(self) -> None:
+        split = mappings.total([mappings.split(pid) for pid in list(self._processes.members)])
+        if split is not None and (self.peak_split is None
+                                  or mappings.rss(split) > mappings.rss(self.peak_split)):
+            self.peak_split = split
 
     def __enter__(self) -> "Sampler":
         self._thread.start()
@@ -326,7 +340,8 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
     ``peak_rss_bytes_hwm_sum``: the marks of the processes alive at the end, summed (the
     first call's for a one-process tree, else the second's). ``processes`` lists the idle
     rows plus every process seen, each with its mark, its largest sampled RSS, whether it
-    exited, and ``os.wait4``'s ru_maxrss where mcpstart reaped it.
+    exited, and ``os.wait4``'s ru_maxrss where mcpstart reaped it. ``peak_split``: the
+    Sampler's split of the tree nearest the peak of the second call.
     """
     exact = reset_high_water_marks(processes)
     with Sampler(processes, sampling) as sampler:
@@ -350,6 +365,7 @@ def peak_during(processes: ProcessSet, action: Callable[[], object],
             "peak_rss_bytes_sampled": sampler.peak_bytes,
             "peak_rss_bytes_hwm_sum": sum(marks.values()) if marks else None,
             "peak_method": "vmhwm" if one else "sampled", "peak_samples": sampler.samples,
+            "peak_split": sampler.peak_split,
             "processes": list(rows.values())}
 
 
