@@ -90,7 +90,6 @@ def total(splits: list[dict | None]) -> dict[str, dict[str, int]] | None:
             for name in CLASSES}
 
 
-
 def rss(classes: dict[str, dict[str, int]]) -> int:
     """The RSS of a split, all classes summed (bytes)."""
     return sum(value["rss_bytes"] for value in classes.values())

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import psutil
 
 from .. import warnings as warn
-from . import mappings
 from ..transports.tree import ProcessSet
 from ..targets.cmdline import process_label
+from . import mappings
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -240,9 +240,11 @@ class Sampler:
     the RSS of the known processes every ``interval_s``, a rescan for new ones every
     ``rescan_s``, so a process born and gone inside the phase is seen.
 
-    At each rescan it also reads every member's mappings (mappings.split) and keeps the
-    tree's split with the largest summed RSS: the split near the peak, read at most every
-    ``rescan_s``, so it can miss a peak shorter than that.
+    A second thread reads every member's mappings (mappings.split) every ``rescan_s`` and
+    keeps the tree's split with the largest summed RSS: the split near the peak, which can
+    miss a peak shorter than ``rescan_s``. It is a thread of its own because a read of smaps
+    walks the process's page tables and can take milliseconds: the RSS samples keep their
+    interval.
 
     Attributes:
         peak_bytes: the largest summed RSS seen (a lower bound of the true peak).
@@ -250,7 +252,7 @@ class Sampler:
         seen: pid -> ``{pid, name, cmdline}`` of every process seen.
         samples: how many samples were taken.
         peak_split: the tree's split (mappings.total) with the largest summed RSS of those
-            read, or None when none could be read.
+            read (the first at once), or None when none could be read.
     """
 
     def __init__(self, processes: ProcessSet, sampling: Sampling):
@@ -258,6 +260,8 @@ class Sampler:
         self._interval_s, self._rescan_s = sampling.interval_s, sampling.rescan_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._splits = threading.Thread(target=self._run_splits, daemon=True)
+        self._pids = list(processes.members)  # the members the RSS thread last read
         self.peak_bytes = 0
         self.largest: dict[int, int] = {}
         self.seen: dict[int, dict] = {}
@@ -271,9 +275,9 @@ class Sampler:
             if now >= next_scan:
                 self._processes.scan()
                 next_scan = now + self._rescan_s
-                self._read_split()
             total = 0
-            for pid in list(self._processes.members):
+            self._pids = list(self._processes.members)
+            for pid in self._pids:
                 value = rss(pid)
                 if value is None:
                     continue
@@ -284,19 +288,24 @@ class Sampler:
             self.samples += 1
             self._stop.wait(self._interval_s)
 
-    def _read_split(self) -> None:
-        split = mappings.total([mappings.split(pid) for pid in list(self._processes.members)])
-        if split is not None and (self.peak_split is None
-                                  or mappings.rss(split) > mappings.rss(self.peak_split)):
-            self.peak_split = split
+    def _run_splits(self) -> None:
+        while True:  # a read at once, then every rescan_s until stopped
+            split = mappings.total([mappings.split(pid) for pid in self._pids])
+            if split is not None and (self.peak_split is None
+                                      or mappings.rss(split) > mappings.rss(self.peak_split)):
+                self.peak_split = split
+            if self._stop.wait(self._rescan_s):
+                return
 
     def __enter__(self) -> "Sampler":
         self._thread.start()
+        self._splits.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        self._splits.join()
 
 
 def idle_block(rows: list[dict], settle_s: float, rule: SettleRule, sampling: Sampling,
