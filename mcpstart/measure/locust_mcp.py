@@ -28,11 +28,10 @@ window ends ``duration_s`` later: no request starts after it, those in flight fi
 time out) and are counted; then the runner quits. ``output`` gets the records.
 """
 
+import itertools
 import json
 import os
 import time
-
-import itertools
 
 import gevent
 import gevent.pool
