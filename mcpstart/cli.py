@@ -271,7 +271,8 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
         help=f"Seconds per HTTP load scenario (0: none) [default: {defaults.LOAD_S:g}]."),
     opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
-        check=_finite(), help="Requests/s of the fixed-rate load scenario, in all."),
+        check=_finite(),
+        help="Requests/s of the fixed-rate load scenarios (closed and open loop), in all."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
     cache_opt, require_all_opt, fmt_opt, full_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

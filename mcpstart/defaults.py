@@ -23,7 +23,7 @@ LOAD_USERS = 10
 LOAD_TIMEOUT_S = 5.0
 """Per-request timeout under load: a request unanswered after it is a timeout error."""
 LOAD_RATE = 100.0
-"""Requests per second of the fixed-rate load scenario."""
+"""Requests per second of the fixed-rate load scenarios (closed and open loop)."""
 LOAD_BOUND = 0.6
 """A load block whose rate is 60% of the engine's ceiling or more is engine-bound
 (measure/load.py). In a closed loop each user's cycle is the server's time plus the engine's
@@ -39,7 +39,7 @@ the rate (measure/load.py), whatever share of the engine's ceiling that rate is:
 fast as the engine reaches a large share of the ceiling and still reads near autocannon's
 rate (benchmarks/load_check.py; the figures: docs/figures.md, "Load: the engine-bound line")."""
 LOAD_PACE_MISS = 0.1
-"""The fixed-rate scenario missed its asked rate when it reached less than 90% of it."""
+"""A fixed-rate scenario missed its asked rate when it reached less than 90% of it."""
 HTTP_SESSIONS = 100
 """Full sessions timed per HTTP server (and the memory slope over them)."""
 THRESHOLD_PCT = 10.0

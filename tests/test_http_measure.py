@@ -54,7 +54,7 @@ def test_the_reference_servers_over_http(tmp_path):
             assert block["requests"] > 0 and block["pinned_cpus"]["engine"]
     # the floor is its own ceiling: at the engine's maximum in every unpaced scenario
     assert all(b["engine_bound"] for b in rows["c-http"]["http"]["load"]
-               if b["scenario"] != "rate")
+               if b["scenario"] not in load.PACED)
     text = table(outcome.results)
     assert "HTTP cold start: initialize answered" in text and "(ceiling " in text
     figure(results, "http")

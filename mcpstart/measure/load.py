@@ -13,9 +13,10 @@ Figures: RPS (requests finished in the window / its length), latency percentiles
 pooled unrounded times of every finished request (errors included: a timeout counts its
 full wait), never an average of percentiles; Locust's own histogram is stored as it is
 (it rounds to whole ms under 100 ms, to 10 ms under 1 s), and a seeded draw of at most
-SAMPLES times is stored for compare. Errors by class; the server tree's CPU% (100 = one
-core) and RSS, and the engine's CPU%, sampled every SAMPLE_S. ``rate_missed`` (the paced
-scenario): its rate fell short of the asked one by more than LOAD_PACE_MISS.
+SAMPLES times is stored for compare. The open loop's times run from each request's intended
+send time (locust_mcp.py), the others' from its send. Errors by class; the server tree's CPU% (100 = one
+core) and RSS, and the engine's CPU%, sampled every SAMPLE_S. ``rate_missed`` (the fixed-rate
+scenarios): the rate fell short of the asked one by more than LOAD_PACE_MISS.
 
 Whether the engine set the rate (``engine_bound``) comes from the run's own evidence: the
 ceiling, the same scenario with the same users against the HTTP floor in this run, answering
@@ -47,7 +48,10 @@ from ..transports.http import affinity
 from ..wire import SMALL_TEXT, ToolCall
 from .settings import Settings
 
-SCENARIOS = ("session", "calls", "rate")
+SCENARIOS = ("session", "calls", "rate", "open")
+PACED = ("rate", "open")
+"""The fixed-rate scenarios at ``settings.load_rate``: "rate" a closed loop (paced users),
+"open" an open loop (a schedule; locust_mcp.py says how each sends)."""
 ERROR_CLASSES = ("timeout", "http_4xx", "http_5xx", "connection", "protocol")
 SAMPLES = 100
 """Latency times stored per scenario (a seeded random draw), enough for compare's exact
@@ -92,6 +96,29 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
         LoadError: Locust is not installed, or its run left no records (its output's tail
             quoted).
     """
+    data, samples, version = run_engine(endpoint, scenario, settings, call, processes,
+                                        engine_cpus)
+    users, duration, timeout = settings.load_users, settings.load_s, settings.load_timeout_s
+    block = summarize(data, samples, settings.load_rate if scenario in PACED else None)
+    block.update(engine=f"locust {version}", scenario=scenario, users=users,
+                 duration_s=duration, timeout_s=timeout,
+                 pinned_cpus={"server": sorted(server_cpus) if server_cpus else None,
+                              "engine": sorted(engine_cpus) if engine_cpus else None},
+                 ceiling_rps=None, ceiling_ratio=None, engine_bound=None)
+    return block
+
+
+def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: ToolCall,
+               processes: list[psutil.Process],
+               engine_cpus: frozenset[int] | None) -> tuple[dict, list[tuple], str]:
+    """One run of the engine (run_scenario's arguments): ``(data, samples, version)``, its
+    records as locust_mcp.py writes them (``{window: {start, deadline}, records: [[name,
+    start, ms, class, detail]], unfinished: [[name, start]], histogram, ...}``, times in
+    time.time() seconds), the _Sampler's samples and Locust's version.
+
+    Raises:
+        LoadError: as run_scenario.
+    """
     version = engine_version()
     if version is None:
         raise LoadError("Locust is not installed (pip install 'mcpstart[http]')")
@@ -102,7 +129,8 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
             "host": endpoint.host, "port": endpoint.port, "path": endpoint.path,
             "headers": dict(endpoint.headers), "scenario": scenario, "users": users,
             "duration_s": duration, "timeout_s": timeout,
-            "rate_per_user": settings.load_rate / users, "output": str(output),
+            "rate": settings.load_rate, "rate_per_user": settings.load_rate / users,
+            "output": str(output),
             "call": call.params(SMALL_TEXT), "reversed": call.verifiable}))
         argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
                 "--users", str(users), "--spawn-rate", str(max(users, 1000)),
@@ -129,14 +157,7 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
             tail = log.read_bytes()[-1500:].decode("utf-8", "replace").strip()
             raise LoadError(f"the load engine (Locust {version}) exited with "
                             f"{engine.returncode} and no records; it said: {tail or 'nothing'}")
-        data = json.loads(output.read_text())
-    block = summarize(data, samples, settings.load_rate if scenario == "rate" else None)
-    block.update(engine=f"locust {version}", scenario=scenario, users=users,
-                 duration_s=duration, timeout_s=timeout,
-                 pinned_cpus={"server": sorted(server_cpus) if server_cpus else None,
-                              "engine": sorted(engine_cpus) if engine_cpus else None},
-                 ceiling_rps=None, ceiling_ratio=None, engine_bound=None)
-    return block
+        return json.loads(output.read_text()), samples, version
 
 
 def engine_bound(block: dict, ceilings: list[dict]) -> dict:
@@ -175,7 +196,7 @@ def summarize(data: dict, samples: list[tuple], rate: float | None = None) -> di
     ``{requests, rps, rate, rate_missed, latency_ms: {n, p50, p95, p99, mean, samples,
     histogram, source}, by_request: {name: {n, p50, p95, p99, mean, errors}}, errors:
     {total, by_class, examples}, in_flight_at_end, unfinished, cpu_percent, rss_bytes,
-    engine_cpu_percent, usage}``; ``rate``: the paced scenario's asked requests/s (None:
+    engine_cpu_percent, usage}``; ``rate``: a fixed-rate scenario's asked requests/s (None:
     unpaced; then ``rate_missed`` is None too)."""
     start, deadline = data["window"]["start"], data["window"]["deadline"]
     records = data["records"]

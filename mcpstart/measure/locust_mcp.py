@@ -3,15 +3,22 @@
 its tests: Locust patches the process that imports it (gevent's monkey patching).
 
 Its configuration is the JSON file that ``MCPSTART_LOAD`` names: ``{host, port, path,
-headers, scenario, users, duration_s, timeout_s, rate_per_user, output, call, reversed}``:
+headers, scenario, users, duration_s, timeout_s, rate, rate_per_user, output, call,
+reversed}``:
 ``call`` the tools/call params, ``reversed`` whether the answer is checked as the reversal of
 ``call.arguments.text`` (reverse_text), else that the tool reported no error. Scenarios:
 - "session": a full session per iteration, as the k6 benchmark runs it: POST initialize,
   POST notifications/initialized, POST tools/call, DELETE;
 - "calls": tools/call on one persistent session per user, one in flight per user;
-- "rate": the same calls paced at ``rate_per_user`` per user (Locust's
-  ``constant_throughput`` wait: a closed loop with a pace, not an open-loop arrival
-  process; a late answer delays that user's next call).
+- "rate": the closed loop at a fixed rate: the same calls paced at ``rate_per_user`` per
+  user (Locust's ``constant_throughput`` wait: a late answer delays that user's next call,
+  so a stall delays the requests behind it instead of timing them);
+- "open": the open loop at a fixed rate: ``rate`` requests/s in all on one schedule
+  (arrivals.slots), each user starting its share of the calls at their intended times in
+  greenlets of its own whatever the answers (arrivals.open_loop), each on an idle kept-alive
+  connection of the user's or a new one, all on the user's session; a call's time runs from
+  its intended send time (its ``start`` too), so a stall shows in every call scheduled
+  behind it.
 
 Every request is bounded by ``timeout_s`` as a whole (gevent.Timeout: a stall or a trickle
 counts as a timeout error) and recorded unrounded (perf_counter) with its error class
@@ -21,17 +28,20 @@ window ends ``duration_s`` later: no request starts after it, those in flight fi
 time out) and are counted; then the runner quits. ``output`` gets the records.
 """
 
+import itertools
 import json
 import os
 import time
 
 import gevent
+import gevent.pool
 import geventhttpclient.client
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed
 from locust import User, constant, constant_throughput, events, task
 from locust.exception import StopUser
 
+from mcpstart.measure import arrivals
 from mcpstart.transports.sse import EventStream
 
 geventhttpclient.client._may_retry_after_send_error = lambda _method: False
@@ -47,6 +57,11 @@ RECORDS: list = []
 IN_FLIGHT: dict = {}
 WINDOW: dict = {"start": None, "deadline": None}
 ENVIRONMENT: dict = {}
+OPEN = CONFIG["scenario"] == "open"
+INDEX = itertools.count()
+"""Each user's place in the open loop's schedule."""
+SCHEDULING: set = set()
+"""The open loop's users with slots not yet begun: the runner waits for them too."""
 
 
 class Failed(Exception):
@@ -72,7 +87,7 @@ def _spawned(**_kw):
 def _quit():
     """At the window's end: once no request is in flight (at most timeout_s later), quit."""
     last = WINDOW["deadline"] + CONFIG["timeout_s"] + 0.2
-    while IN_FLIGHT and time.time() < last:
+    while (IN_FLIGHT or SCHEDULING) and time.time() < last:
         gevent.sleep(0.01)
     runner = ENVIRONMENT["env"].runner
     if runner is not None:
@@ -116,11 +131,19 @@ class McpUser(User):
     def on_start(self):
         self.http = self.client()
         self.session, self.version, self.next_id, self.stale = None, None, 1, None
+        self.idle: list[HTTPClient] = []  # open: connections not carrying a call
         while WINDOW["start"] is None:
             gevent.sleep(0.005)
+        if OPEN:
+            self.slots = arrivals.slots(WINDOW["start"], CONFIG["duration_s"], CONFIG["rate"],
+                                        CONFIG["users"], next(INDEX))
+            SCHEDULING.add(self)
 
     def on_stop(self):
+        SCHEDULING.discard(self)
         self.http.close()
+        for http in self.idle:
+            http.close()
 
     @staticmethod
     def client() -> HTTPClient:
@@ -137,11 +160,38 @@ class McpUser(User):
             self.notify()
             self.call()
             self.delete()
+        elif OPEN:
+            self.open_loop()
         else:
             if self.session is None:
                 self.end_stale()
                 self.initialize()
             self.call()
+
+    def open_loop(self):
+        """open: the session (again after a failed initialize: the schedule goes on where
+        it was), then every slot of this user's begun on time; returns once all answered."""
+        if self.session is None:
+            self.initialize()
+        calls = gevent.pool.Group()
+        arrivals.open_loop(self.slots, time.time, gevent.sleep,
+                           lambda intended: calls.spawn(self.open_call, intended))
+        SCHEDULING.discard(self)
+        calls.join()
+        raise StopUser()
+
+    def open_call(self, intended: float):
+        """One open-loop call intended at ``intended`` (time.time), on an idle connection
+        or a new one; a connection a timeout or a close left in an unknown state is
+        dropped."""
+        http = self.idle.pop() if self.idle else self.client()
+        try:
+            self.call(http, intended)
+        except Failed as err:
+            if err.klass in ("timeout", "connection"):
+                http.close()
+                return
+        self.idle.append(http)
 
     # ----- the requests ------------------------------------------------------------------
     def headers(self, extra: dict | None = None) -> dict:
@@ -165,8 +215,8 @@ class McpUser(User):
         body = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
         self.exchange("notifications/initialized", "POST", body.encode(), self.headers(), None)
 
-    def call(self):
-        result, _ = self.rpc("tools/call", CONFIG["call"])
+    def call(self, http: HTTPClient | None = None, intended: float | None = None):
+        result, _ = self.rpc("tools/call", CONFIG["call"], http, intended)
         content = result.get("content") if isinstance(result, dict) else None
         said = "".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
         if CONFIG["reversed"] and said != CONFIG["call"]["arguments"]["text"][::-1]:
@@ -188,29 +238,37 @@ class McpUser(User):
             self.exchange("DELETE", "DELETE", b"", {**self.headers(), "Mcp-Session-Id": stale},
                           None)
 
-    def rpc(self, method: str, params: dict):
+    def rpc(self, method: str, params: dict, http: HTTPClient | None = None,
+            intended: float | None = None):
         rpc_id, self.next_id = self.next_id, self.next_id + 1
         body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params})
-        return self.exchange(method, "POST", body.encode(), self.headers(), rpc_id)
+        return self.exchange(method, "POST", body.encode(), self.headers(), rpc_id, http,
+                             intended)
 
-    def exchange(self, name: str, method: str, body: bytes, headers: dict, rpc_id):
-        """One request: timed, bounded by timeout_s, classified, recorded and fired as a
-        Locust request event. Returns ``(result, headers)`` of a request's answer.
+    def exchange(self, name: str, method: str, body: bytes, headers: dict, rpc_id,
+                 http: HTTPClient | None = None, intended: float | None = None):
+        """One request on ``http`` (None: the user's own connection): timed from
+        ``intended`` (the open loop's intended send time, time.time; None: from now),
+        bounded by timeout_s, classified, recorded and fired as a Locust request event.
+        Returns ``(result, headers)`` of a request's answer.
 
         Raises:
-            StopUser: the window is over (nothing more starts).
+            StopUser: the window is over (nothing more starts; a slot in it still goes).
             Failed: it failed (already recorded); the iteration ends there.
         """
-        if WINDOW["deadline"] is not None and time.time() >= WINDOW["deadline"]:
+        now = time.time()
+        if WINDOW["deadline"] is not None and (intended or now) >= WINDOW["deadline"]:
             raise StopUser()
-        key, start, t0 = object(), time.time(), time.perf_counter()
+        key, t0 = object(), time.perf_counter()
+        start = now if intended is None else intended
+        late = 0.0 if intended is None else arrivals.late_ms(intended, now)
         IN_FLIGHT[key] = (name, start)
         klass = detail = None
         outcome = (None, {})
         try:
             with gevent.Timeout(CONFIG["timeout_s"], Failed("timeout", f"no answer within "
                                                                     f"{CONFIG['timeout_s']:g} s")):
-                outcome = self.send(method, body, headers, rpc_id)
+                outcome = self.send(http or self.http, method, body, headers, rpc_id)
         except Failed as err:
             klass, detail = err.klass, err.detail
         except TimeoutError as err:  # the socket's own timeout (set past timeout_s)
@@ -219,23 +277,23 @@ class McpUser(User):
             klass, detail = "connection", f"{type(err).__name__}: {err}"
         except Exception as err:  # an HTTP answer that cannot be parsed
             klass, detail = "protocol", f"{type(err).__name__}: {err}"
-        ms = (time.perf_counter() - t0) * 1000
+        ms = late + (time.perf_counter() - t0) * 1000
         IN_FLIGHT.pop(key, None)
         RECORDS.append([name, start, ms, klass, detail])
         ENVIRONMENT["env"].events.request.fire(
             request_type=method, name=name, response_time=ms, response_length=0,
             exception=Failed(klass, detail) if klass else None, context={})
         if klass:
-            if klass in ("timeout", "connection"):
+            if klass in ("timeout", "connection") and http is None:
                 self.http.close()  # its connection is in an unknown state: a new one
                 self.http = self.client()
-            if CONFIG["scenario"] != "session" and self.session:
+            if CONFIG["scenario"] in ("calls", "rate") and self.session:
                 self.stale, self.session = self.session, None
             raise Failed(klass, detail)
         return outcome
 
-    def send(self, method: str, body: bytes, headers: dict, rpc_id):
-        response = self.http.request(method, CONFIG["path"], body=body, headers=headers)
+    def send(self, http: HTTPClient, method: str, body: bytes, headers: dict, rpc_id):
+        response = http.request(method, CONFIG["path"], body=body, headers=headers)
         data = response.read()
         status = response.status_code
         if 400 <= status < 500:

@@ -65,7 +65,7 @@ class Settings:
         load_s: seconds of each load scenario against an HTTP server (0: no load).
         load_users: concurrent users of the load engine.
         load_timeout_s: per-request timeout under load (a stall counts as a timeout error).
-        load_rate: requests per second of the fixed-rate scenario.
+        load_rate: requests per second of the fixed-rate scenarios (closed and open loop).
         http_sessions: full sessions (initialize .. DELETE) timed per HTTP server, with the
             server's memory read before and after them.
         attribution: where each start goes (docs/startup.md): the tree's usage read at

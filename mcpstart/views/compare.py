@@ -18,6 +18,9 @@ FAMILIES = ("time", "memory", "footprint", "tools", "load")
 """The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
 THRESHOLDS_PCT)."""
 
+LOAD = ("session", "calls", "rate", "open")
+"""The load scenarios (measure/load.py's SCENARIOS)."""
+
 SERIES = {**{m: "time" for m in (
               "handshake_ms", "phases_ms.first_byte", "phases_ms.tools_list",
               "phases_ms.first_call", "modern_ms.discover", "modern_ms.first_call",
@@ -25,7 +28,7 @@ SERIES = {**{m: "time" for m in (
               *(f"http.start_ms.{p}" for p in ("port", "initialize", "tools_list", "first_call",
                                                 "discover", "modern_first_call")),
               "http.latency_ms", "http.session_ms")},
-          **{f"http.load.{s}.latency_ms": "load" for s in ("session", "calls", "rate")}}
+          **{f"http.load.{s}.latency_ms": "load" for s in LOAD}}
 """Series with raw samples (milliseconds) -> family, tested with Mann-Whitney U on their
 ``samples`` (a load scenario's: a seeded draw of its request times)."""
 
@@ -36,14 +39,14 @@ SINGLES = {**{f"memory.{m}": "memory" for m in ("idle_pss_bytes", "idle_uss_byte
            **{m: "tools" for m in ("tools.list_bytes", "tools.tokens.count",
                                    "instructions.bytes", "instructions.tokens")},
            "http.sessions_leak.bytes_per_session": None,
-           **{f"http.load.{s}.rps": "load" for s in ("session", "calls", "rate")}}
+           **{f"http.load.{s}.rps": "load" for s in LOAD}}
 """Single values per server -> family, compared by their change against the family's
 threshold ("no test"; memory within MEMORY_NOISE_PCT is noise); None: shown, not gated (the
 sessions' memory slope: a fit over one run, with no noise rule yet; the build tree: what a
 build wrote beside what ships, lock files and caches, which the artifact and the dependency
 count already gate)."""
 
-LOWER_IS_WORSE = {f"http.load.{s}.rps" for s in ("session", "calls", "rate")}
+LOWER_IS_WORSE = {f"http.load.{s}.rps" for s in LOAD}
 """Metrics that regress by falling (throughput); every other one regresses by rising."""
 
 PAIRINGS = ("name", "command")

@@ -442,7 +442,8 @@ HTTP_ROWS: list[Row] = [
         _leak, ("http.sessions_leak.rss_before_bytes", "http.sessions_leak.rss_after_bytes")),
     *_load_rows("session", "a full session per iteration"),
     *_load_rows("calls", "calls on a session"),
-    *_load_rows("rate", "fixed rate"),
+    *_load_rows("rate", "fixed rate, closed loop"),
+    *_load_rows("open", "fixed rate, open loop"),
 ]
 
 
@@ -837,8 +838,10 @@ def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
             f"- load: {b.get('engine')} in its own process, {b.get('users')} users for "
             f"{b.get('duration_s')} s per scenario, each request at most {b.get('timeout_s')} s "
             "(a stall is a timeout error; requests in flight at the end finish and are counted); "
-            f"fixed rate: {dig(docs[0], 'settings.load_rate') or '?'} requests/s in all (Locust's constant_throughput, "
-            "paced users, not an open loop); server on CPU "
+            f"fixed rate: {dig(docs[0], 'settings.load_rate') or '?'} requests/s in all, as a closed "
+            "loop (Locust's constant_throughput: paced users, a late answer delays the next call) "
+            "and as an open loop (calls started on a schedule whatever the answers, each timed "
+            "from its intended send time, so a stall shows in every call behind it); server on CPU "
             f"{cpus.get('server')}, engine on CPU {cpus.get('engine')} from their spawn; "
             "latency from mcpstart's unrounded time of every request, errors included "
             "(Locust's histogram rounds to whole ms under 100 ms)"

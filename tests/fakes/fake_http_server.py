@@ -29,6 +29,11 @@ parser.add_argument("--status", type=int, default=0, help="answer tools/call wit
 parser.add_argument("--slow", type=float, default=0, help="seconds before any tools/call answer")
 parser.add_argument("--slow-load", type=float, default=0,
                     help="seconds before answering tools/call from the load engine (its agent)")
+parser.add_argument("--stall-at", type=float, default=None, metavar="S",
+                    help="S seconds after the load engine's first tools/call, hold every "
+                         "tools/call that arrives until the stall ends (--stall-for)")
+parser.add_argument("--stall-for", type=float, default=1.0, metavar="S",
+                    help="how long the --stall-at stall lasts (seconds)")
 parser.add_argument("--exit-on-call", action="store_true", help="exit 3 at tools/call")
 parser.add_argument("--session-mib", type=int, default=0,
                     help="hold this many MiB (pages touched) per open session, freed by DELETE")
@@ -72,6 +77,7 @@ SESSIONS: set[str] = set()
 HELD: dict[str, bytes] = {}  # --session-mib: what each open session holds
 LOCK = threading.Lock()
 CALLS: list[int] = []  # --close-every: the tools/call requests so far
+STALL: dict = {}  # --stall-at: the stall's times and the calls it held
 STREAMS: dict[str, queue.Queue] = {}  # --elicit-on-get: each session's GET stream's events
 ASKED: dict[str, threading.Event] = {}  # --elicit-on-get: the elicitations not yet answered
 META = "io.modelcontextprotocol/"
@@ -121,6 +127,27 @@ def call_text(params: dict) -> str:
     if not args.no_reverse_tool and name == "reverse_text":
         return arguments.get("text", "")[::-1]
     raise ValueError(f"no tool {name} taking {json.dumps(arguments)}")
+
+
+def stall_left() -> float:
+    """--stall-at: seconds until the stall ends for a load tools/call arriving now (0 outside
+    the stall), the first such call starting the clock. The first call after the stall
+    writes it to stdout: ``stall from BEGIN to END held N`` (time.time(); N calls arrived
+    in it)."""
+    now = time.time()
+    with LOCK:
+        if not STALL:
+            STALL.update(begins=now + args.stall_at, ends=now + args.stall_at + args.stall_for,
+                         held=0, said=False)
+        if STALL["begins"] <= now < STALL["ends"]:
+            STALL["held"] += 1
+            return STALL["ends"] - now
+        if now >= STALL["ends"] and not STALL["said"]:
+            STALL["said"] = True
+            sys.stdout.write(f"stall from {STALL['begins']!r} to {STALL['ends']!r} held "
+                             f"{STALL['held']}\n")
+            sys.stdout.flush()
+    return 0.0
 
 
 def header_name(value: str) -> str:
@@ -291,8 +318,11 @@ class Handler(BaseHTTPRequestHandler):
             if args.exit_on_call:
                 os._exit(3)
             delay = args.slow
-            if args.slow_load and "gevent" in (self.headers.get("User-Agent") or ""):
+            load = "gevent" in (self.headers.get("User-Agent") or "")
+            if args.slow_load and load:
                 delay = args.slow_load
+            if args.stall_at is not None and load:
+                delay = max(delay, stall_left())
             if delay:
                 time.sleep(delay)
             if args.status:
