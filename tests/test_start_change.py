@@ -15,7 +15,8 @@ from test_start_attribution import ENV, IMPORTTIME
 
 
 def dist(name: str, samples: list[float]) -> dict:
-    return {"name": name, "self_ms": min(samples), "cumulative_ms": sorted(samples)[1],
+    """A distribution whose self time per start is ``samples``."""
+    return {"name": name, "self_ms": sorted(samples)[1], "cumulative_ms": 2 * max(samples),
             "samples": samples, "modules": 3, "installed": True, "http": False}
 
 
@@ -59,8 +60,8 @@ def test_import_changes_beyond_noise_added_and_gone():
     mcp = found["distributions"][0]
     assert (mcp["old_ms"], mcp["new_ms"], mcp["change_ms"]) == (205.0, 265.0, 60.0)
     assert mcp["p"] == 0.1 and mcp["changed"]  # 2 / C(6, 3): every NEW start beyond OLD's
-    assert found["added"] == [{"name": "starlette", "cumulative_ms": 41.0}]
-    assert found["gone"] == [{"name": "anyio", "cumulative_ms": 20.0}]
+    assert found["added"] == [{"name": "starlette", "self_ms": 41.0, "cumulative_ms": 84.0}]
+    assert found["gone"] == [{"name": "anyio", "self_ms": 20.0, "cumulative_ms": 42.0}]
     assert found["tested"] and found["changed"] and found["n_old"] == 3
 
 
@@ -90,7 +91,8 @@ def test_shown_in_text_and_json_and_never_gated(tmp_path):
     assert comparison.exit_status == 0  # the same timed figures: causes are not a gate
     text = render(comparison)
     assert "mcp: 205.0 ms -> 265.0 ms (+60.0 ms, p = 0.1)" in text
-    assert "added: starlette 41.0 ms" in text and "gone: anyio 20.0 ms" in text
+    assert "added (self, cumulative): starlette 41.0 ms, 84.0 ms" in text
+    assert "gone (self, cumulative): anyio 20.0 ms, 42.0 ms" in text
     assert "CPU against waiting 80%/20% -> 90%/10%" in text
     path = write(tmp_path / "r.json", results(server("python@2.2.0", **OLD),
                                               server("python", **NEW)))
@@ -108,4 +110,4 @@ def test_the_imports_block_keeps_each_starts_samples():
     block = imports.block([(40.0, one), (50.0, two)], ENV, 30.0, "stdio")
     assert block["import_samples"] == [31.0, 24.0]
     samples = {d["name"]: d["samples"] for d in block["distributions"]}
-    assert samples["sdk"] == [24.0, 24.0] and samples[imports.NOT_INSTALLED] == [7.0, 0.0]
+    assert samples["sdk"] == [9.0, 9.0] and samples[imports.NOT_INSTALLED] == [7.0, 0.0]

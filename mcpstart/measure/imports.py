@@ -223,7 +223,8 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
         interpreter_ms, share, distributions: [{name, self_ms, cumulative_ms, samples,
         modules, installed, http}], other_transport}``:
         medians over the starts; ``import_samples`` and a distribution's ``samples`` the
-        per-start import_ms and cumulative_ms, in start order (what ``compare`` tests);
+        per-start import_ms and self_ms, in start order (what ``compare`` tests: the self
+        times of all distributions add up to import_ms);
         ``share`` import_ms / instrumented_ms; distributions by cumulative time, largest
         first (a distribution absent from a start counts 0 there; ``installed`` False for
         STDLIB and NOT_INSTALLED);
@@ -236,10 +237,10 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
     rows = []
     for name in names:
         per = [a["distributions"].get(name) for _, a in starts]
-        cumulative = [p["cumulative_ms"] if p else 0.0 for p in per]
-        rows.append({"name": name,
-                     "self_ms": med([p["self_ms"] if p else 0.0 for p in per]),
-                     "cumulative_ms": med(cumulative), "samples": cumulative,
+        own = [p["self_ms"] if p else 0.0 for p in per]
+        rows.append({"name": name, "self_ms": med(own),
+                     "cumulative_ms": med([p["cumulative_ms"] if p else 0.0 for p in per]),
+                     "samples": own,
                      "modules": max(p["modules"] if p else 0 for p in per),
                      "installed": name not in (STDLIB, NOT_INSTALLED),
                      "http": provides_http(env["classifiers"].get(name, []))})

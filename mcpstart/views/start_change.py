@@ -18,7 +18,8 @@ profiled start (smaller ones explain no start-up difference)."""
 
 RULE = ("(What changed in the start: a change counts when an exact two-sided Mann-Whitney "
         f"test of the per-start samples gives p <= {NOISE_ALPHA:g} and the median moved more "
-        "than the time threshold; a distribution is named when it moved at least "
+        "than the time threshold; a distribution's figure is its own modules' (self) time, "
+        "named when it moved at least "
         f"{RELEVANT_SHARE:.0%} of OLD's profiled start. Shown, not gated.)")
 
 
@@ -54,8 +55,10 @@ def imports_change(old: dict, new: dict, threshold_pct: float) -> dict:
         side has no per-start samples, older files: then only the medians, ``p`` None);
         ``distributions`` those changed beyond noise by the rule of ``_tested`` and moving
         at least RELEVANT_SHARE of OLD's profiled start, largest change first, each
-        ``{name, ...}`` as ``_tested``; ``added``/``gone`` ``[{name, cumulative_ms}]``
-        imported in NEW only / OLD only, largest first.
+        ``{name, ...}`` as ``_tested`` on its self time (its own modules' time, ``samples``:
+        the self times of all distributions add up to the imports' total, so each change is
+        its own, not that of what it imports); ``added``/``gone`` ``[{name, self_ms,
+        cumulative_ms}]`` imported in NEW only / OLD only, largest self time first.
     """
     total = (_tested(_samples(old, "import_samples"), _samples(new, "import_samples"),
                      threshold_pct)
@@ -76,8 +79,8 @@ def imports_change(old: dict, new: dict, threshold_pct: float) -> dict:
             changed.append({"name": name, **found})
     changed.sort(key=lambda d: -abs(d["change_ms"]))
     one_side = lambda mine, other: sorted(  # noqa: E731
-        ({"name": n, "cumulative_ms": d["cumulative_ms"]} for n, d in mine.items()
-         if n not in other), key=lambda d: -d["cumulative_ms"])
+        ({"name": n, "self_ms": d["self_ms"], "cumulative_ms": d["cumulative_ms"]}
+         for n, d in mine.items() if n not in other), key=lambda d: -d["self_ms"])
     return {**total, "tested": tested, "distributions": changed,
             "added": one_side(by_new, by_old), "gone": one_side(by_old, by_new)}
 
@@ -131,7 +134,7 @@ def render(change: dict) -> list[str]:
                      f"{_share(cpu['new_waiting_share'])}")
     if imports := change["imports"]:
         lines.append(f"  imports {_ms(imports['old_ms'])} -> {_ms(imports['new_ms'])} "
-                     f"({_verdict(imports)})")
+                     f"({_verdict(imports)}); per distribution, its own modules' time:")
         lines += [f"    {d['name']}: {_ms(d['old_ms'])} -> {_ms(d['new_ms'])} "
                   f"({d['change_ms']:+.1f} ms, p = {d['p']:.2g})"
                   for d in imports["distributions"]]
@@ -139,6 +142,7 @@ def render(change: dict) -> list[str]:
             lines.append("    no distribution changed beyond noise")
         for word, key in (("added", "added"), ("gone", "gone")):
             if imports[key]:
-                lines.append(f"    {word}: " + ", ".join(
-                    f"{d['name']} {_ms(d['cumulative_ms'])}" for d in imports[key]))
+                lines.append(f"    {word} (self, cumulative): " + ", ".join(
+                    f"{d['name']} {_ms(d['self_ms'])}, {_ms(d['cumulative_ms'])}"
+                    for d in imports[key]))
     return lines
