@@ -17,7 +17,9 @@ round), ``--rounds`` each (5 by default here), read by this script's own parser 
 of the server module's import, summed per distribution by the environment's
 ``importlib.metadata.packages_distributions()``: self time of every module, as compare ranks
 them, and cumulative time of the outermost module of each run of one distribution); the
-medians' largest self-time differences,
+medians' largest self-time differences with the exact two-sided p over the rounds (the
+statistics are compare's, the runs and the parser are not), the largest beyond noise by
+compare's rule (p <= 0.1, the median moved more than ``--threshold``, 10%),
 the distributions imported on one side only, and with ``--results FILE`` (holding both
 servers) what mcpstart's compare names first and whether the first agrees.
 
@@ -42,6 +44,7 @@ from mcpstart.measure.settings import Settings
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 from mcpstart.targets.variants import with_variants
+from mcpstart.views.start_change import NOISE_ALPHA, two_sided_p
 from mcpstart.transports.tree import child_subreaper
 
 HERE = Path(__file__).parent
@@ -113,16 +116,22 @@ def compare_by_hand(recipes, args) -> None:
                     for k in ("self", "cumulative")}
                 for n in {n for r in side["runs"] for n in r}} for side in sides]
     both = [n for n in medians[0] if n in medians[1]]
+    selfs = [{n: [r.get(n, {}).get("self", 0.0) for r in side["runs"]] for n in both}
+             for side in sides]
     changes = sorted(((n, medians[1][n]["self"] - medians[0][n]["self"],
-                       medians[1][n]["cumulative"] - medians[0][n]["cumulative"]) for n in both),
+                       medians[1][n]["cumulative"] - medians[0][n]["cumulative"],
+                       two_sided_p(selfs[0][n], selfs[1][n])) for n in both),
                      key=lambda c: -abs(c[1]))
+    beyond = [c for c in changes if c[3] <= NOISE_ALPHA
+              and abs(c[1]) > abs(medians[0][c[0]]["self"]) * args.threshold / 100]
     print(f"-X importtime by hand, {args.rounds} rounds each, alternating: {old['name']} -> "
           f"{new['name']} (median ms of self time, as compare; cumulative beside; {OWN}'s "
           f"cumulative, the whole import: "
           f"{medians[0][OWN]['cumulative']:.1f} -> {medians[1][OWN]['cumulative']:.1f})")
-    for n, self_ms, cumulative in changes[:5]:
+    for n, self_ms, cumulative, p in changes[:5]:
         print(f"  {n}: {medians[0][n]['self']:.1f} -> {medians[1][n]['self']:.1f}"
-              f" ({self_ms:+.1f}; cumulative {cumulative:+.1f})")
+              f" ({self_ms:+.1f}, {self_ms / medians[0][n]['self']:+.0%}, p = {p:.2g}; "
+              f"cumulative {cumulative:+.1f})")
     for word, mine, other in (("added", medians[1], medians[0]),
                               ("gone", medians[0], medians[1])):
         only = sorted((n for n in mine if n not in other), key=lambda n: -mine[n]["self"])
@@ -137,8 +146,10 @@ def compare_by_hand(recipes, args) -> None:
         print("  mcpstart compare names first: " + (
             f"{named[0]['name']} ({named[0]['change_ms']:+.1f} ms, p = {named[0]['p']:.2g})"
             if named else "no distribution beyond noise"))
-        print(f"  largest by hand: {changes[0][0]} ({changes[0][1]:+.1f} ms); first agrees: "
-              f"{'yes' if named and named[0]['name'] == changes[0][0] else 'NO'}")
+        first = beyond[0][0] if beyond else None
+        print(f"  largest by hand: {changes[0][0]} ({changes[0][1]:+.1f} ms); largest by hand "
+              f"beyond noise (the same rule, on these rounds): {first or 'none'}; "
+              f"first agrees: {'yes' if (named[0]['name'] if named else None) == first else 'NO'}")
 
 
 def main() -> None:
@@ -149,6 +160,8 @@ def main() -> None:
                         help="LANG=SPEC: SDK variants, as measure --sdk")
     parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"))
     parser.add_argument("--results", help="with --compare: the results file holding both")
+    parser.add_argument("--threshold", type=float, default=10.0,
+                        help="with --compare: compare's time threshold, percent")
     parser.add_argument("names", nargs="*", default=["python"])
     args = parser.parse_args()
     args.rounds = args.rounds or (5 if args.compare else 7)
