@@ -120,13 +120,15 @@ def chains(names: list[str], rounds: int) -> None:
             parts, whole = parts[1:], whole[1:]
             names_seen = list(dict.fromkeys(n for run in parts for n in run))
             medians = {n: statistics.median(run.get(n, 0.0) for run in parts) for n in names_seen}
-            summed = statistics.median(sum(run.values()) for run in parts)
+            sums = [sum(run.values()) for run in parts]
+            summed = statistics.median(sums)
             plain_ms = statistics.median(whole)
             ratio = summed / plain_ms
             print(f"{name}: parts " + " + ".join(f"{n} {ms:.1f}" for n, ms in medians.items())
-                  + f" ms; their sum {summed:.1f} ms (median of the per-run sums); the start, "
-                  f"whole tree by wait4 {plain_ms:.1f} ms; ratio {ratio:.3f}; target within 5%: "
-                  f"{'met' if abs(ratio - 1) <= 0.05 else 'NOT met'}")
+                  + f" ms; their sum {summed:.1f} ms (median of the per-run sums; runs "
+                  f"{min(sums):.1f}-{max(sums):.1f}); the start, whole tree by wait4 "
+                  f"{plain_ms:.1f} ms (runs {min(whole):.1f}-{max(whole):.1f}); ratio "
+                  f"{ratio:.3f}; target within 5%: {'met' if abs(ratio - 1) <= 0.05 else 'NOT met'}")
     print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
