@@ -10,7 +10,17 @@ under one half), not as CPU.
 Prints the medians of both methods, their ratio and the target: user and system each within
 10% + 5 ms of getrusage's; and the sleeping fake's CPU share. Asserts nothing.
 
+``--launchers`` (names of benchmarks/launcher_check.py: sh-exec-c, sh-python, npx-typescript)
+checks the launcher chain's attribution instead: per round one cold start through mcpstart,
+read to the initialize answer (tools/list and the call left out, so both windows end there),
+its processes' CPU by command name (``start_usage.processes``), and one plain spawn of the
+chain in a session of its own, answered once, its process group killed, every process of it
+reaped by ``os.wait4`` (this script is the tree's subreaper) and their rusage summed: the
+whole tree's CPU. Prints per chain the parts (medians by name), their sum and the plain
+tree's median, and the ratio; target: within 5%.
+
 Usage: python benchmarks/start_usage_check.py [--rounds 7]
+       python benchmarks/start_usage_check.py --launchers [NAMES...] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -18,15 +28,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from mcpstart.command import Command
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.measure.settings import Settings
+from mcpstart.targets.build import cache_root
 from mcpstart.transports.tree import child_subreaper
 from mcpstart.wire import initialize_request
 
@@ -60,10 +73,74 @@ def within(mine: float, theirs: float) -> bool:
     return abs(mine - theirs) <= 0.10 * theirs + 5
 
 
+def plain_tree(command: Command) -> float:
+    """CPU ms (user + system) of a plain spawn of ``command``'s whole tree, answered once:
+    its session's process group killed at the answer, every process reaped by os.wait4."""
+    proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.environment(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc.stdin.write((json.dumps(initialize_request("2025-11-25")) + "\n").encode())
+    proc.stdin.flush()
+    proc.stdout.readline()
+    os.killpg(proc.pid, signal.SIGKILL)
+    total = 0.0
+    while True:  # the leader and every orphan this subreaper adopted
+        try:
+            _, _, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        total += (usage.ru_utime + usage.ru_stime) * 1000
+    proc.returncode = -signal.SIGKILL  # reaped above
+    proc.stdin.close()
+    proc.stdout.close()
+    return total
+
+
+def chains(names: list[str], rounds: int) -> None:
+    """The --launchers mode (module doc)."""
+    from launcher_check import launchers  # this folder's: the launched commands
+
+    initialize_only = Skips({"tools/list": "left out: both windows end at the initialize answer"})
+    print(f"{rounds} rounds, alternating; load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as folder, child_subreaper():
+        for name, command in launchers(names, cache_root(), Path(folder)).items():
+            parts, whole = [], []
+            for index in range(rounds + 1):  # the first round warms the page cache
+                order = ("mcpstart", "plain") if index % 2 else ("plain", "mcpstart")
+                for method in order:
+                    if method == "plain":
+                        whole.append(plain_tree(command))
+                        continue
+                    usage = cold_start(command, Settings(timeout_s=60), initialize_only)["usage"]
+                    per = {}
+                    for process in usage["processes"]:
+                        per[process["name"]] = per.get(process["name"], 0.0) + process["cpu_ms"]
+                    parts.append(per)
+            parts, whole = parts[1:], whole[1:]
+            names_seen = list(dict.fromkeys(n for run in parts for n in run))
+            medians = {n: statistics.median(run.get(n, 0.0) for run in parts) for n in names_seen}
+            sums = [sum(run.values()) for run in parts]
+            summed = statistics.median(sums)
+            plain_ms = statistics.median(whole)
+            ratio = summed / plain_ms
+            print(f"{name}: parts " + " + ".join(f"{n} {ms:.1f}" for n, ms in medians.items())
+                  + f" ms; their sum {summed:.1f} ms (median of the per-run sums; runs "
+                  f"{min(sums):.1f}-{max(sums):.1f}); the start, whole tree by wait4 "
+                  f"{plain_ms:.1f} ms (runs {min(whole):.1f}-{max(whole):.1f}); ratio "
+                  f"{ratio:.3f}; target within 5%: {'met' if abs(ratio - 1) <= 0.05 else 'NOT met'}")
+    print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--launchers", nargs="*", metavar="NAME",
+                        help="check the launcher chains' attribution instead (module doc)")
     args = parser.parse_args()
+    if args.launchers is not None:
+        chains(args.launchers or ["sh-exec-c", "sh-python", "npx-typescript"], args.rounds)
+        return
     mine, theirs, sleeping = [], [], []
     with child_subreaper():
         for index in range(args.rounds):

@@ -219,12 +219,15 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
     (``(handshake ms, attribute())`` each) and QUERY's ``env``.
 
     Returns:
-        ``{runs, instrumented_ms, uninstrumented_ms, import_ms, interpreter_ms, share,
-        distributions: [{name, self_ms, cumulative_ms, modules, installed, http}],
-        other_transport}``:
-        medians over the starts; ``share`` import_ms / instrumented_ms; distributions by
-        cumulative time, largest first (a distribution absent from a start counts 0 there;
-        ``installed`` False for STDLIB and NOT_INSTALLED);
+        ``{runs, instrumented_ms, uninstrumented_ms, import_ms, import_samples,
+        interpreter_ms, share, distributions: [{name, self_ms, cumulative_ms, samples,
+        modules, installed, http}], other_transport}``:
+        medians over the starts; ``import_samples`` and a distribution's ``samples`` the
+        per-start import_ms and self_ms, in start order (what ``compare`` tests: the self
+        times of all distributions add up to import_ms);
+        ``share`` import_ms / instrumented_ms; distributions by cumulative time, largest
+        first (a distribution absent from a start counts 0 there; ``installed`` False for
+        STDLIB and NOT_INSTALLED);
         ``http`` the transport rule's verdict (provides_http); ``other_transport`` for a
         stdio server, ``{distributions, cumulative_ms, share}`` of the HTTP ones imported at
         start (the finding, docs/startup.md), else None.
@@ -234,15 +237,17 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
     rows = []
     for name in names:
         per = [a["distributions"].get(name) for _, a in starts]
-        rows.append({"name": name,
-                     "self_ms": med([p["self_ms"] if p else 0.0 for p in per]),
+        own = [p["self_ms"] if p else 0.0 for p in per]
+        rows.append({"name": name, "self_ms": med(own),
                      "cumulative_ms": med([p["cumulative_ms"] if p else 0.0 for p in per]),
+                     "samples": own,
                      "modules": max(p["modules"] if p else 0 for p in per),
                      "installed": name not in (STDLIB, NOT_INSTALLED),
                      "http": provides_http(env["classifiers"].get(name, []))})
     rows.sort(key=lambda r: -r["cumulative_ms"])
     instrumented = med([ms for ms, _ in starts])
-    import_ms = med([a["import_ms"] for _, a in starts])
+    import_samples = [a["import_ms"] for _, a in starts]
+    import_ms = med(import_samples)
     other = None
     if transport == "stdio":
         http_ms = med([a["http_ms"] for _, a in starts])
@@ -251,6 +256,7 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
                  "share": http_ms / instrumented if instrumented else None}
     return {"runs": len(starts), "instrumented_ms": instrumented,
             "uninstrumented_ms": uninstrumented_ms, "import_ms": import_ms,
+            "import_samples": import_samples,
             "interpreter_ms": med([a["interpreter_ms"] for _, a in starts]),
             "share": import_ms / instrumented if instrumented else None,
             "distributions": rows, "other_transport": other}

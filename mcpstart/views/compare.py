@@ -13,6 +13,7 @@ from .. import warnings as warn
 from ..defaults import ALPHA, MEMORY_NOISE_PCT, THRESHOLDS_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
+from . import start_change
 
 FAMILIES = ("time", "memory", "footprint", "tools", "load")
 """The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
@@ -94,6 +95,9 @@ class Comparison:
     """How many servers both files hold (paired by ``pair``)."""
     notes: list[dict] = field(default_factory=list)
     """Stored warnings (warnings.py) about the comparison itself: drift, no floor, load."""
+    start_changes: list[dict] = field(default_factory=list)
+    """Per server with start blocks on both sides, what changed in its start
+    (``start_change.start_change``): shown, never gated."""
 
     @property
     def regressions(self) -> list[Row]:
@@ -353,6 +357,9 @@ def compare(old: dict, new: dict, thresholds: dict[str, float] | None = None,
                                                "the machine drifted"), False
             if row:
                 comparison.rows.append(row)
+        change = start_change.start_change(name, old_row, new_row, thresholds["time"])
+        if change:
+            comparison.start_changes.append(change)
     return comparison
 
 
@@ -459,6 +466,10 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
     lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)
                  if table else f"No server appears in both files (paired by "
                                f"{comparison.pair}): nothing was compared.")
+    for change in comparison.start_changes:
+        lines += [""] + start_change.render(change)
+    if comparison.start_changes:
+        lines.append(start_change.RULE)
     if comparison.only_old:
         lines += ["", f"Missing from NEW: {', '.join(comparison.only_old)}."]
     if comparison.only_new:
@@ -489,7 +500,8 @@ def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW"
     "regression", "server missing", "no server in common"), ``exit_status``, ``old``,
     ``new``, ``rules`` {``alpha``, ``thresholds_pct``, ``memory_noise_pct``, ``pair``},
     ``rows`` (each Row's fields, ``verdict`` being the metric's decision), ``regressions``
-    (``[{server, metric}]``), ``only_old``, ``only_new`` and ``notes``."""
+    (``[{server, metric}]``), ``only_old``, ``only_new``, ``notes`` and ``start_changes``
+    (``start_change.start_change`` per server)."""
     return json.dumps({
         "verdict": comparison.verdict, "exit_status": comparison.exit_status,
         "old": old_name, "new": new_name,
@@ -499,5 +511,5 @@ def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW"
         "regressions": [{"server": r.server, "metric": r.metric}
                         for r in comparison.regressions],
         "only_old": comparison.only_old, "only_new": comparison.only_new,
-        "notes": comparison.notes,
+        "notes": comparison.notes, "start_changes": comparison.start_changes,
     }, indent=2, allow_nan=False) + "\n"
