@@ -5,6 +5,8 @@ must come to, and how much (virtual) time it may take to come to it."""
 import gzip
 import json
 
+import pytest
+
 from conftest import fast
 from mcpstart.command import Command
 from mcpstart.measure import run
@@ -295,3 +297,16 @@ def test_a_header_given_on_the_command_line_reaches_a_url_and_is_shown_nowhere(t
     assert rows[True].status == "ok", rows[True].reason
     assert rows[True].command["header_keys"] == ["Authorization"]
     assert rows[True].http["latency_ms"]["n"] == 3
+
+
+@pytest.mark.parametrize("value", ["Authorization: Bearer s3cret\x01", "X-A: s3cret\nX-B: y",
+                                   "Bearer s3cret", "Bad Name: s3cret"])
+def test_a_header_that_cannot_be_sent_is_bad_input_and_its_value_is_never_shown(value):
+    from click.testing import CliRunner
+
+    from mcpstart.cli import main
+
+    result = CliRunner().invoke(main, ["measure", "--url", "http://127.0.0.1:9/mcp",
+                                       "--header", value])
+    assert result.exit_code == 2, result.output
+    assert "give it as 'Name: value'" in result.output and "s3cret" not in result.output
