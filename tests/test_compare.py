@@ -112,6 +112,13 @@ def test_ok_then_failed_is_a_regression(tmp_path):
         ("status", "ok", "failed", True)]
 
 
+def test_an_interrupted_new_run_fails_the_gate(tmp_path):
+    cut = server("rust", status="interrupted", reason="cut short by SIGINT after 3 of 6 cold starts")
+    result = run_compare(tmp_path, results(server("rust")), results(cut))
+    assert result.exit_code == 1, result.output
+    assert "interrupted in NEW: what it did not measure cannot be judged" in result.output
+
+
 def test_failed_then_ok_is_not_a_regression(tmp_path):
     result = run_compare(tmp_path, results(server("rust", status="failed")),
                          results(server("rust")))

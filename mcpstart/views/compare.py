@@ -187,6 +187,9 @@ def _status_row(name: str, old: dict, new: dict) -> Row | None:
     if before == "ok" and after == "failed":
         return Row(name, "status", before, after, f"regression: {new.get('reason') or 'failed'}",
                    regression=True)
+    if before == "ok" and after == "interrupted":  # a cancelled job must not pass the gate
+        return Row(name, "status", before, after, "interrupted in NEW: what it did not measure "
+                   f"cannot be judged ({new.get('reason') or 'interrupted'})", regression=True)
     return Row(name, "status", before, after, f"{after} in NEW")
 
 
