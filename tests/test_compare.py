@@ -191,6 +191,25 @@ def test_modern_and_round_trip_series():
     assert "modern_ms.first_call" not in rows
 
 
+def test_the_calls_of_one_session_regress_only_beyond_the_noise_floor_and_their_threshold():
+    """Two runs of one unchanged server: 100 calls each, a session apart (+0.054 ms, p far
+    below alpha): within noise. A real slowdown of the calls (2x and +0.5 ms) is a regression;
+    +40% is within the calls family's 50%."""
+    def calls(base):
+        return {"n": 100, "samples": [base + i * 1e-4 for i in range(100)]}
+
+    def verdict(old_base, new_base):
+        old = results(server("go", round_trip_ms=calls(old_base)))
+        new = results(server("go", round_trip_ms=calls(new_base)))
+        return {r.metric: r for r in compare(old, new).rows}["round_trip_ms"]
+
+    same = verdict(0.073, 0.127)
+    assert same.p < 1e-15 and not same.regression and same.verdict == "within noise (0.1 ms)"
+    slower = verdict(0.5, 1.0)
+    assert slower.regression and slower.family == "calls" and slower.threshold_pct == 50.0
+    assert not verdict(1.0, 1.4).regression
+
+
 def test_servers_in_one_file_only_are_listed(tmp_path):
     result = run_compare(tmp_path, results(server("go"), server("c")),
                          results(server("go"), server("rust")))
@@ -364,7 +383,8 @@ def test_the_gate_covers_memory_and_size_with_a_noise_rule(tmp_path):
     strict = json.loads(cli.invoke(main, ["compare", fresh_file, small, "--format", "json",
                                           "--threshold", "footprint=0.5"]).output)
     assert strict["verdict"] == "regression" and strict["rules"]["thresholds_pct"] == {
-        "time": 10.0, "memory": 10.0, "footprint": 0.5, "tools": 10.0, "load": 10.0}
+        "time": 10.0, "calls": 50.0, "memory": 10.0, "footprint": 0.5, "tools": 10.0,
+        "load": 10.0}
     assert {"server": "python", "metric": "footprint.artifact_bytes"} in strict["regressions"]
     # memory noise holds whatever the threshold: 2% stays noise at memory=1
     noise = cli.invoke(main, ["compare", fresh_file, small, "--threshold", "memory=1",
