@@ -359,8 +359,9 @@ def report(results_files, fmt, full, metrics, transpose, labels, list_metrics, *
 @apply(opt("--threshold", "thresholds", multiple=True, metavar="[FAMILY=]PCT",
            check=_lib(".views.compare:thresholds_from"),
            help="Percent a change for the worse must reach to count, per family: time, "
-                "memory, footprint, tools, load (a bare PCT: all); repeatable "
-                f"[default: {defaults.THRESHOLD_PCT:g} each]."),
+                "calls, memory, footprint, tools, load (a bare PCT: all); repeatable "
+                f"[default: {defaults.THRESHOLD_PCT:g} each, calls "
+                f"{defaults.THRESHOLDS_PCT['calls']:g}]."),
        opt("--alpha", default=defaults.ALPHA, type=click.FloatRange(0, 1, min_open=True)),
        opt("--pair", type=click.Choice(["name", "command"]), default="name",
            help="Pair the servers of OLD and NEW by name or by the command that runs them."),
