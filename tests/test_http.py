@@ -266,6 +266,26 @@ def test_a_shared_process_that_cannot_start_is_a_cause_not_a_crash():
     assert not no_children()
 
 
+def test_no_ceiling_is_loaded_when_no_row_was(monkeypatch):
+    """A --url server that refused every connection: its row failed, so the HTTP floor is not
+    loaded for a ceiling (four scenarios of the load's length for nothing)."""
+    from mcpstart.measure import http_steps
+    from mcpstart.measure.run import Server, new_results
+    from mcpstart.results import ServerResult
+
+    loaded = []
+    monkeypatch.setattr(load, "engine_version", lambda: "2.0")
+    monkeypatch.setattr(http_steps, "_load", lambda server, _settings: loaded.append(server))
+    gone = Server(ServerResult("gone", "http"), None, transport="http")
+    gone.row.fail("initialize: cannot connect to http://127.0.0.1:9/mcp: Connection refused")
+    floor = Server(ServerResult("c-http", "http"), Command(["floor", "{port}"]),
+                   transport="http")
+    settings = fast(load_s=1.0, transport="http")
+    http_steps.load_all([gone], floor, settings, new_results([], settings, "sequential", {}),
+                        lambda _: None, lambda _: None)
+    assert loaded == []
+
+
 def test_the_ceiling_of_a_block_is_the_floors_in_the_same_answer_shape():
     """A stream-answering server at 0.45x of the JSON floor but 0.9x of the floor answering
     as an event stream is engine-bound; each shape's block is judged by its own ceiling."""

@@ -162,7 +162,8 @@ def load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
               results: Results, progress: Progress,
               on_update: Callable[[Results], None]) -> None:
     """Each scenario on each server allowed load, and on the HTTP floor for the ceiling
-    (the floor's own row when it is one, else ``ceiling``)."""
+    (the floor's own row when it is one, else ``ceiling``, loaded only when a row was: a
+    ceiling beside no figure is time spent for nothing)."""
     if settings.load_s <= 0:
         return
     if load.engine_version() is None:
@@ -180,6 +181,8 @@ def load_all(servers: list[Server], ceiling: Server | None, settings: Settings,
         if server.row.status != "ok" or (server.command is not None and not server.runs
                                          and server is not ceiling):
             continue
+        if server is ceiling and not any((s.row.http or {}).get("load") for s in servers):
+            continue  # the floor comes last: no row was loaded
         if server.row.http is None:  # the ceiling's floor, not a row
             server.row.http = {"load": []}
         progress(Step(f"{server.row.name}: load, {len(load.SCENARIOS)} scenarios of "
