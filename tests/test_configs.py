@@ -50,7 +50,7 @@ def test_claude_desktop():
     ]
     assert result.skipped == [
         Skipped("remote", f"remote server (url): {REMOTE}", origin),
-        Skipped("broken", "malformed entry: args must be a list of strings", origin),
+        Skipped("broken", "malformed entry: args must be a list of strings", origin, True),
     ]
 
 

@@ -191,6 +191,19 @@ def test_a_config_with_no_servers_is_refused_not_replaced_by_the_reference_set(t
     assert "no MCP servers in it (read as a claude-desktop config" in result.output
 
 
+def test_a_malformed_entry_is_a_failed_row_and_a_remote_one_skipped(tmp_path):
+    """A config typo must not pass a CI gate: exit 1, the entry a failed row with its cause;
+    an entry left to the client (remote) stays skipped."""
+    config = write_json(tmp_path / "claude_desktop_config.json", {"mcpServers": {
+        "typo": {"command": 42}, "far": {"url": "https://example.test/mcp"}}})
+    result, data = measure(tmp_path, "--config", config)
+    assert result.exit_code == 1, result.output
+    rows = {r["name"]: r for r in data["servers"]}
+    assert rows["typo"]["status"] == "failed"
+    assert rows["typo"]["reason"] == "malformed entry: command must be a string"
+    assert rows["far"]["status"] == "skipped"
+
+
 def test_two_configs_sharing_a_name_get_their_client_added(scripted, tmp_path):
     one = write_json(tmp_path / "claude_desktop_config.json", {"mcpServers": {"x": entry("a")}})
     two = write_json(tmp_path / "zed" / "settings.json",

@@ -187,6 +187,7 @@ def servers_for(plan, settings: Settings, cache, rebuild: bool = False,
         servers.append(ceiling)
     servers += [from_target(target, settings) for target in plan.targets]
     for skipped in plan.skipped:
-        row = ServerResult(skipped.name, status="skipped", reason=skipped.reason)
+        row = ServerResult(skipped.name, status="failed" if skipped.malformed else "skipped",
+                           reason=skipped.reason)
         servers.append(Server(row, None))
     return servers, toolchains

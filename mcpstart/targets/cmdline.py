@@ -60,11 +60,14 @@ class Target:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A server a config names that is not measured, and why (``reason``, one sentence)."""
+    """A server a config names that is not measured, and why (``reason``, one sentence);
+    ``malformed``: the entry itself is wrong (a typo a CI gate must not pass: its row fails),
+    not one mcpstart leaves to the client (remote, disabled, asking the user)."""
 
     name: str
     reason: str
     origin: str
+    malformed: bool = False
 
 
 # Options of the package runners that take a value (``--opt VALUE``; ``--opt=VALUE`` needs no

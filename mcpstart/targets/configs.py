@@ -82,6 +82,10 @@ class _Skip(Exception):
     """An entry that cannot be measured; the message is the reason."""
 
 
+class _Malformed(_Skip):
+    """An entry that is wrong in itself (a field of the wrong type)."""
+
+
 def load_config(path: str | os.PathLike, client: str | None = None,
                 workspace: str | os.PathLike | None = None,
                 environ: Mapping[str, str] | None = None,
@@ -144,7 +148,7 @@ def load_config(path: str | os.PathLike, client: str | None = None,
             targets.append(_remote_target(context, name, entry, remote_url) if remote_url
                            else _READERS[client](context, name, entry))
         except _Skip as why:
-            skipped.append(Skipped(name, str(why), origin))
+            skipped.append(Skipped(name, str(why), origin, isinstance(why, _Malformed)))
     return ConfigServers(client, path, targets, skipped, tuple(notes))
 
 
@@ -338,7 +342,7 @@ class _Resolver:
 def _strings(value, what: str) -> list[str]:
     """A list of strings, or _Skip naming the field."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _Skip(f"malformed entry: {what} must be a list of strings")
+        raise _Malformed(f"malformed entry: {what} must be a list of strings")
     return value
 
 
@@ -349,7 +353,7 @@ def _env_value(value, key: str) -> str:
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(int(value)) if float(value).is_integer() else repr(value)
-    raise _Skip(f"malformed entry: env {key} must be a string")
+    raise _Malformed(f"malformed entry: env {key} must be a string")
 
 
 def _untildify(text: str, home: str) -> str:
@@ -360,7 +364,7 @@ def _untildify(text: str, home: str) -> str:
 def _check_launchable(entry) -> None:
     """_Skip for entries no client starts here: not an object, disabled, remote."""
     if not isinstance(entry, dict):
-        raise _Skip("malformed entry: not an object")
+        raise _Malformed("malformed entry: not an object")
     if entry.get("disabled") is True or entry.get("enabled") is False:
         raise _Skip("disabled in the config")
     kind = entry.get("type") or entry.get("transport")
@@ -393,7 +397,7 @@ def _remote_target(context: _Context, name: str, entry: dict, url: str) -> Targe
     resolve = _Resolver(context)
     headers = entry.get("headers") or {}
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise _Skip("malformed entry: headers must be an object of strings")
+        raise _Malformed("malformed entry: headers must be an object of strings")
     headers = {str(k): resolve(v) for k, v in headers.items()}
     url = resolve(url)
     try:
@@ -416,11 +420,11 @@ def _read_json_entry(context: _Context, name: str, entry) -> Target:
     if not command:
         raise _Skip("no command")
     if not isinstance(command, str):
-        raise _Skip("malformed entry: command must be a string")
+        raise _Malformed("malformed entry: command must be a string")
     args = _strings(entry.get("args", []), "args")
     raw_env = entry.get("env") or {}
     if not isinstance(raw_env, dict):
-        raise _Skip("malformed entry: env must be an object")
+        raise _Malformed("malformed entry: env must be an object")
     resolve = _Resolver(context)
     home = context.home
     argv = [resolve(command)] + [resolve(a) for a in args]
@@ -430,7 +434,7 @@ def _read_json_entry(context: _Context, name: str, entry) -> Target:
     removed: set[str] = set()
     if client in ("vscode", "cursor") and entry.get("envFile") is not None:
         if not isinstance(entry["envFile"], str):
-            raise _Skip("malformed entry: envFile must be a string")
+            raise _Malformed("malformed entry: envFile must be a string")
         env.update(_env_file(context, resolve(entry["envFile"])))
     for key, value in raw_env.items():
         if value is None and client == "vscode":
@@ -501,10 +505,10 @@ def _read_zed_entry(context: _Context, name: str, entry) -> Target:
                         "command)")
         raise _Skip("no command")
     if not isinstance(program, str) or not program:
-        raise _Skip("malformed entry: command must be a non-empty string")
+        raise _Malformed("malformed entry: command must be a non-empty string")
     env = env or {}
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise _Skip("malformed entry: env must be an object of strings")
+        raise _Malformed("malformed entry: env must be an object of strings")
     argv = [program] + _strings(args, "args")
     return Target(name=name, argv=argv, env=dict(env), secrets=_secrets((), env.values()),
                   origin=context.origin, notes=launch_notes(argv))
@@ -516,7 +520,7 @@ def _read_codex_entry(context: _Context, name: str, entry) -> Target:
     Windows list on Windows) and the env_vars names that are set, then ``env``; limit_s is
     startup_timeout_sec, else startup_timeout_ms / 1000."""
     if not isinstance(entry, dict):
-        raise _Skip("malformed entry: not a table")
+        raise _Malformed("malformed entry: not a table")
     if entry.get("enabled") is False:
         raise _Skip("disabled in the config")
     command, url = entry.get("command"), entry.get("url")
@@ -527,18 +531,18 @@ def _read_codex_entry(context: _Context, name: str, entry) -> Target:
     if not command:
         raise _Skip("no command")
     if not isinstance(command, str):
-        raise _Skip("malformed entry: command must be a string")
+        raise _Malformed("malformed entry: command must be a string")
     argv = [command] + _strings(entry.get("args", []), "args")
     env = entry.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        raise _Skip("malformed entry: env must be a table of strings")
+        raise _Malformed("malformed entry: env must be a table of strings")
     names = []
     if not isinstance(entry.get("env_vars", []), list):
-        raise _Skip("malformed entry: env_vars must be a list")
+        raise _Malformed("malformed entry: env_vars must be a list")
     for item in entry.get("env_vars", []):
         var = item.get("name") if isinstance(item, dict) else item
         if not isinstance(var, str):
-            raise _Skip("malformed entry: env_vars must hold names or {name, source} tables")
+            raise _Malformed("malformed entry: env_vars must hold names or {name, source} tables")
         if isinstance(item, dict) and item.get("source") == "remote":
             raise _Skip(f"env_vars entry {var} uses source remote, which requires remote MCP "
                         "stdio")
@@ -548,7 +552,7 @@ def _read_codex_entry(context: _Context, name: str, entry) -> Target:
     forwarded = [context.environ[k] for k in names if k in context.environ]
     cwd = entry.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
-        raise _Skip("malformed entry: cwd must be a string")
+        raise _Malformed("malformed entry: cwd must be a string")
     notes = [f"Codex passes a reduced environment: {', '.join(base_env) or 'no variable'} "
              f"from mcpstart's environment{' plus the config env' if env else ''}, "
              "nothing else"]
@@ -569,7 +573,7 @@ def _codex_limit(entry: dict) -> float | None:
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise _Skip(f"malformed entry: {key} must be a number >= 0")
+            raise _Malformed(f"malformed entry: {key} must be a number >= 0")
         return value / scale
     return None
 
