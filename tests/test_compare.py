@@ -208,6 +208,9 @@ def test_the_calls_of_one_session_regress_only_beyond_the_noise_floor_and_their_
     slower = verdict(0.5, 1.0)
     assert slower.regression and slower.family == "calls" and slower.threshold_pct == 50.0
     assert not verdict(1.0, 1.4).regression
+    assert thresholds_from(["calls=30"])["calls"] == 30.0 == thresholds_from(["30"])["calls"]
+    with pytest.raises(ValueError, match="unknown metric family ''"):
+        thresholds_from(["=5"])
 
 
 def test_servers_in_one_file_only_are_listed(tmp_path):

@@ -15,7 +15,7 @@ from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
 from . import start_change
 
-FAMILIES = ("time", "memory", "footprint", "tools", "load")
+FAMILIES = tuple(THRESHOLDS_PCT)
 """The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
 THRESHOLDS_PCT)."""
 
@@ -131,8 +131,8 @@ def thresholds_from(values: tuple[str, ...] | list[str] = ()) -> dict[str, float
     """
     thresholds = dict(THRESHOLDS_PCT)
     for value in values:
-        family, _, pct = value.rpartition("=")
-        if family and family not in FAMILIES:
+        family, equals, pct = value.rpartition("=")
+        if equals and family not in FAMILIES:
             raise ValueError(f"unknown metric family {family!r}: one of {', '.join(FAMILIES)}")
         try:
             percent = float(pct)
