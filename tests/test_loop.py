@@ -3,6 +3,8 @@ clock: a stdio server and a Streamable HTTP server go through the same rounds, w
 revision matrix, modern-era series and tool session, each on its own transport's spawner,
 and each row holds its transport's blocks."""
 
+import os
+
 from mcpstart.command import Command
 from mcpstart.measure import run
 from mcpstart.measure.server import Server
@@ -19,7 +21,7 @@ class Slow(Timed):
         super().__init__(0.040)
 
 
-def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner():
+def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner(monkeypatch):
     stdio = Spawner({"slow": Slow})
     made = []
 
@@ -32,6 +34,8 @@ def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner():
     servers = [Server(ServerResult("s"), Command(["slow"])),
                Server(ServerResult("h", "http"), Command(["slow", "{port}"]), transport="http",
                       endpoint_path="/rpc")]
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.0, 3.0, 3.0))  # a busy 2-core machine
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     results = run.measure(servers, settings, ["mcpstart", "measure"], {})
     validate(results.to_dict())  # the results schema holds for both transports' rows
     s, h = results.servers
@@ -51,6 +55,10 @@ def test_one_loop_runs_a_stdio_and_an_http_server_each_on_its_own_spawner():
     assert s.modern_ms["discover"]["n"] == start["discover"]["n"] == 3
     assert sequence.count(("modern", "s")) == sequence.count(("http_modern", "h")) == 4
     assert sequence.count(("dual", "s")) == 4 and ("http_dual", "h") not in sequence
+    # each row's statistics warnings name its own cold start
+    assert [w["metric"] for w in s.warnings if w["kind"] == "load"] == ["handshake_ms"]
+    assert [w["metric"] for w in h.warnings if w["kind"] == "load"] == [
+        "http.start_ms.initialize"]
 
 
 class Instructed(Slow):

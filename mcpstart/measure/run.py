@@ -363,6 +363,18 @@ def floor_of(servers: list[Server], series: Callable[[ServerResult], dict | None
     return None if floor is None else (floor.name, series(floor))
 
 
+def _headline(row) -> tuple[str, dict | None]:
+    """The row's headline series, which its statistics warnings name: the cold start
+    (``handshake_ms``; over HTTP ``http.start_ms.initialize``), or for a server already
+    running (``--url``: no start) its warm calls (``http.latency_ms``)."""
+    if row.transport != "http":
+        return "handshake_ms", row.handshake_ms
+    http = row.http or {}
+    start = (http.get("start_ms") or {}).get("initialize")
+    return ("http.start_ms.initialize", start) if start else ("http.latency_ms",
+                                                              http.get("latency_ms"))
+
+
 def _finish(server: Server, settings: Settings, env: dict,
             floor: tuple[str, dict | None] | None = None) -> None:
     """Warnings and reasons that need the whole row: the series' statistics (``env``: the
@@ -370,7 +382,7 @@ def _finish(server: Server, settings: Settings, env: dict,
     ``floor_of``), the traffic, the negotiated revision, the methods that failed, what was
     not measured."""
     row = server.row
-    row.warnings += series_warnings("handshake_ms", row.handshake_ms, env.get("load_average"),
+    row.warnings += series_warnings(*_headline(row), env.get("load_average"),
                                     env.get("cpu_count"), floor)
     revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}
     if len(revisions_seen) > 1:
