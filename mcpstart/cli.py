@@ -89,7 +89,8 @@ recipes_opt = opt("--recipes", "recipes_dir", type=click.Path(file_okay=False),
 cache_opt = opt("--cache-dir", type=click.Path(file_okay=False),
                 help="Where builds go (default: $MCPSTART_CACHE_DIR, else ~/.cache/mcpstart).")
 require_all_opt = opt("--require-all", is_flag=True, help="A skipped server fails the run.")
-force_opt = opt("--force", is_flag=True, help="Replace the -o file if it exists.")
+force_opt = opt("--force", is_flag=True, help="Replace an existing output file (-o, --export-*; "
+                "never an input or the run's results file).")
 quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
 tablefmt_opt = opt("--format", "tablefmt", default="github", check=_lib(
     ".views.table:check_format", ("json",)), help="Any tabulate format, or json: one object.")
@@ -140,6 +141,14 @@ def _exports(kw: dict):
     return _input(ExportManager, {name: kw.pop(f"export_{name}") for name in SHAPES})
 
 
+def _refuse(outputs, force: bool, results_files) -> None:
+    """Refuse ``outputs`` that are one of ``results_files`` (stored runs as their files) or
+    exist without ``force`` (runs.refuse_overwrite), before anything is read or drawn."""
+    from .runs import refuse_overwrite, resolve
+
+    _input(lambda: refuse_overwrite(outputs, force, [resolve(p) for p in results_files]))
+
+
 def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     """``engine.<work>`` of the job the options name (Settings fields by name, ``settings``)
     under a progress display; ``show(outcome, display)`` prints it; then says where the
@@ -147,18 +156,22 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     from . import engine
     from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
-    from .runs import output_for
+    from .runs import keep, output_for, refuse_overwrite
 
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
-    kw["output"], kept = _input(output_for, kw["output"], kw.pop("force"),
-                                defaults.OUTPUT if work == "measure" else None)
+    given, force, configs = kw["output"], kw.pop("force"), kw["configs"]
+    kw["output"] = path = _input(output_for, given, force,
+                                 defaults.OUTPUT if work == "measure" else None, configs)
+    if "exports" in kw:
+        own = [path, path.with_suffix(".toml")] if path else []
+        _input(refuse_overwrite, kw["exports"].targets.values(), force, [*configs, *own])
     from .views.progress import Display
 
     with Display(quiet=quiet) as display:
-        if kept:
-            _progress(kept)
         job = _input(engine.job_for, command, kw, Settings.from_options(BASE, kw, **settings),
                      argv, _progress, *plan)
+        if given is None and path and (kept := _input(keep, path)):  # the input is valid
+            _progress(f"the previous run is kept as {kept} (mcpstart compare @-1 NEW)")
         display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
         outcome = _input(getattr(engine, work), job)
         show(outcome, display)
@@ -333,8 +346,9 @@ Example: two machines' cold start and idle memory, servers as rows:
        opt("--transpose", is_flag=True, help="Servers as rows, metrics as columns."),
        opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
        opt("--list-metrics", is_flag=True, help="List the metric paths --metrics takes; exit."),
-       export_opts)
-def report(results_files, fmt, full, metrics, transpose, labels, list_metrics, **kw) -> None:
+       export_opts, force_opt)
+def report(results_files, fmt, full, metrics, transpose, labels, list_metrics, force,
+           **kw) -> None:
     """Print the table of results files without measuring again (default:
     mcpstart-results.json here; @-1, @N: a stored run): a column per server, per server and
     file for several. Exit status 2 for a file that cannot be read or is no results file."""
@@ -344,7 +358,9 @@ def report(results_files, fmt, full, metrics, transpose, labels, list_metrics, *
         click.echo(metric_list(), nl=False)
         return
     exports = _exports(kw)  # refused before any file is read
-    _show(_load(results_files or [defaults.OUTPUT], "report"), fmt, full, exports,
+    results_files = results_files or [defaults.OUTPUT]
+    _refuse(exports.targets.values(), force, results_files)
+    _show(_load(results_files, "report"), fmt, full, exports,
           list(labels) or None, metrics, transpose)
 
 
@@ -411,8 +427,9 @@ def why(results_file, name) -> None:
 @click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            check=_lib(".views.plot:image_path"), help="Image to write: .png or .svg."),
-       opt("--kind", type=click.Choice(PLOT_KINDS), help="One chart (default: all it can)."))
-def plot(results_files, output, kind) -> None:
+       opt("--kind", type=click.Choice(PLOT_KINDS), help="One chart (default: all it can)."),
+       force_opt)
+def plot(results_files, output, kind, force) -> None:
     """Draw charts of a results file (default: mcpstart-results.json here; @-1, @N: a
     stored run): cold start per server (each run, the median and its confidence interval),
     memory (idle PSS per process, peak), footprint, an all-at-once start's timeline, HTTP
@@ -431,7 +448,9 @@ def plot(results_files, output, kind) -> None:
         last = [defaults.OUTPUT] if Path(defaults.OUTPUT).exists() else []
         results_files = runs + last
         labels = [f"@{Path(p).stem.lstrip('0')}" for p in runs] + ["last"] * len(last)
-    results = _load(results_files or [defaults.OUTPUT], "plot")
+    results_files = results_files or [defaults.OUTPUT]
+    _refuse([output], force, results_files)
+    results = _load(results_files, "plot")
     _input(write, results if len(results) > 1 else results[0], kind, output,
            labels if len(results) > 1 else None)
     _progress(f"wrote {output}")
@@ -443,15 +462,18 @@ def plot(results_files, output, kind) -> None:
 @click.argument("results_files", nargs=-1, type=click.Path(dir_okay=False))
 @apply(opt("--output", "-o", required=True, type=click.Path(dir_okay=False), metavar="OUT",
            help="The HTML file to write."),
-       opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."))
-def html(results_files, output, labels) -> None:
+       opt("--label", "labels", multiple=True, help="Each file's label (default: its hostname)."),
+       force_opt)
+def html(results_files, output, labels, force) -> None:
     """Write one HTML file that opens offline (default: mcpstart-results.json here; @-1,
     @N: a stored run): the table, each file's plots (the "plot" extra), the warnings, the
     raw samples and the machine, all inside the file. `report --format html` is the table
     alone. Exit status 2 for a file that cannot be read or written."""
     from .views.page import write
 
-    _input(write, _load(results_files or [defaults.OUTPUT], "html"), output, list(labels) or None)
+    results_files = results_files or [defaults.OUTPUT]
+    _refuse([output], force, results_files)
+    _input(write, _load(results_files, "html"), output, list(labels) or None)
     _progress(f"wrote {output}")
 
 

@@ -3,7 +3,8 @@ run writes ``mcpstart-results.json``, the file already there (and its TOML copy)
 ``mcpstart-runs/`` beside it as the next numbered run (``0001.json``, ``0002.json`` ...), so
 "measure, change, measure, compare" keeps both runs. ``report``, ``compare`` and ``plot``
 name a stored run as ``@-1`` (the previous run), ``@-2`` (the one before) or ``@N`` (run N);
--o naming an existing file is refused without --force (docs/results.md, "The store of past runs").
+-o naming an existing file is refused without --force, and no output replaces an input or the
+run's results file (docs/results.md, "The store of past runs"; docs/cli.md).
 """
 
 from __future__ import annotations
@@ -58,27 +59,44 @@ def keep(path: Path) -> Path | None:
     return target
 
 
-def output_for(value: str | None, force: bool, default: str | None = OUTPUT
-               ) -> tuple[Path | None, str | None]:
-    """The results file a run writes, and what to tell the user about an earlier one:
-    ``value`` (-o) is refused when it exists unless ``force``; no ``value`` is ``default``
-    (None: no file), whose earlier run moves into the store (``keep``).
+def refuse_overwrite(outputs, force: bool, inputs=(), note: str = "") -> None:
+    """Refuse the output files ``outputs`` (-o, --export-*; None and ``-``, stdout, pass) that
+    would lose a file: one of ``inputs`` (the command's input files, the run's own results
+    file) always, even with ``force``; any other existing file without ``force`` (``note``
+    ends that message).
 
     Raises:
-        ValueError: as results.output_path; an existing -o file without ``force``; ``keep``.
+        ValueError: the first file refused, named, and why.
+    """
+    guarded = {Path(p).resolve() for p in inputs}
+    for out in outputs:
+        if out is None or str(out) == "-":
+            continue
+        if Path(out).resolve() in guarded:
+            raise ValueError(f"{str(out)!r} is an input of this command or the run's own "
+                             "results file: not overwriting it (give the output another name)")
+        if Path(out).exists() and not force:
+            raise ValueError(f"{str(out)!r} exists: give --force to replace it, or another "
+                             f"name{note}")
+
+
+def output_for(value: str | None, force: bool, default: str | None = OUTPUT, inputs=()
+               ) -> Path | None:
+    """The results file a run writes: ``value`` (-o), refused as ``refuse_overwrite`` does
+    (``inputs``: the command's input files); no ``value`` is ``default`` (None: no file),
+    whose earlier run the caller moves into the store (``keep``) once the input is valid.
+
+    Raises:
+        ValueError: as results.output_path; as refuse_overwrite.
     """
     from .results import output_path
 
     if value is None and default is None:
-        return None, None
+        return None
     path = output_path(value if value is not None else default)
-    if value is None:
-        kept = keep(path)
-        return path, kept and f"the previous run is kept as {kept} (mcpstart compare @-1 NEW)"
-    if path.exists() and not force:
-        raise ValueError(f"{str(path)!r} exists: give --force to replace it, or another name "
-                         f"(without -o, every run is kept in {STORE}/)")
-    return path, None
+    if value is not None:
+        refuse_overwrite([path], force, inputs, f" (without -o, every run is kept in {STORE}/)")
+    return path
 
 
 def resolve(value: str) -> str:

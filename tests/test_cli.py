@@ -402,3 +402,18 @@ def test_shell_completion_works_as_docs_cli_md_says():
         "_MCPSTART_COMPLETE": "bash_complete", "COMP_WORDS": "mcpstart doctor --fo",
         "COMP_CWORD": "2"})
     assert words.exit_code == 0 and words.output.splitlines() == ["plain,--format"]
+
+
+def test_a_valid_run_moves_the_previous_results_file_into_the_store(scripted, tmp_path,
+                                                                      monkeypatch):
+    repo(tmp_path, {"good": []})
+    monkeypatch.chdir(tmp_path)
+    before = Path(__file__).parent / "fixtures" / "results" / "startup.json"
+    Path("mcpstart-results.json").write_bytes(before.read_bytes())
+    result = CliRunner().invoke(main, ["measure", "--recipes", "build-recipes", "--cache-dir",
+                                       "cache", "--runs", "1", "--warmup", "0"])
+    assert result.exit_code == 0, result.output
+    assert "the previous run is kept as mcpstart-runs/0001.json" in result.stderr
+    assert Path("mcpstart-runs/0001.json").read_bytes() == before.read_bytes()
+    assert [s["name"] for s in json.loads(Path("mcpstart-results.json").read_text())["servers"]] \
+        == ["good"]

@@ -26,11 +26,12 @@ def test_runs_without_o_are_kept_and_compare_names_the_previous_one(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     default = Path("mcpstart-results.json")
     for created in ("first", "second", "third"):  # three runs, each written where measure does
-        path, said = runs.output_for(None, force=False)
+        path = runs.output_for(None, force=False)
         assert path == default
+        kept = runs.keep(path)
         run = Results.from_dict(cut(json.loads(FRESH.read_text())) | {"created": created})
         run.save(default)
-    assert said == "the previous run is kept as mcpstart-runs/0002.json (mcpstart compare @-1 NEW)"
+    assert kept == Path("mcpstart-runs/0002.json")
     assert [p.name for p in runs.stored()] == ["0001.json", "0002.json"]
     assert tomllib.loads((tmp_path / "mcpstart-runs" / "0001.toml").read_text())["created"] \
         == "first"
@@ -51,7 +52,7 @@ def test_o_onto_an_existing_file_is_refused_without_force(tmp_path):
                                        "-o", str(out), "--", "true"])
     assert result.exit_code == 2 and "exists: give --force to replace it" in result.output
     assert out.read_bytes() == FRESH.read_bytes() and not (tmp_path / "cache").exists()
-    assert runs.output_for(str(out), force=True) == (out, None)
+    assert runs.output_for(str(out), force=True) == out
 
 
 def test_an_output_that_cannot_be_written_fails_before_any_work(tmp_path):
@@ -94,3 +95,49 @@ def test_an_interruption_says_truly_what_was_written(tmp_path):
     engine._stopped(job, load(FRESH), rewrite, "SIGTERM")
     assert said[-1] == f"what was measured before SIGTERM (c, c-http) is in {out}"
     assert json.loads(out.read_text())["incomplete"] is False
+
+
+def test_no_output_replaces_an_input_or_the_results_file_and_none_an_existing_file_unasked(
+        tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(FRESH, "mcpstart-results.json")
+    Path("old.html").write_text("kept")
+    Path("old.svg").write_text("kept")
+    mine = "is an input of this command or the run's own results file: not overwriting it"
+    for args, said in (
+            (["html", "mcpstart-results.json", "-o", "mcpstart-results.json", "--force"], mine),
+            (["html", "-o", "./mcpstart-results.json", "--force"], mine),  # the default input
+            (["report", "--export-json", "mcpstart-results.json", "--force"], mine),
+            (["report", "mcpstart-results.json", "--export-markdown", "mcpstart-results.json"],
+             mine),
+            (["measure", "--export-json", "mcpstart-results.json", "--force", "--only", "c"],
+             mine),  # the run's own results file, before the store is touched
+            (["measure", "-o", "r.json", "--export-csv", "r.toml", "--force", "--only", "c"],
+             mine),  # its TOML copy
+            (["html", "-o", "old.html"], "'old.html' exists: give --force"),
+            (["plot", "-o", "old.svg"], "'old.svg' exists: give --force"),
+            (["report", "--export-csv", "old.html"], "'old.html' exists: give --force"),
+            (["measure", "--export-json", "old.html", "--only", "c"],
+             "'old.html' exists: give --force")):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert said in result.output, (args, result.output)
+    assert Path("mcpstart-results.json").read_bytes() == FRESH.read_bytes()
+    assert Path("old.html").read_text() == Path("old.svg").read_text() == "kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "mcpstart-results.json", "old.html", "old.svg"]  # no store, no r.json, no cache
+    result = CliRunner().invoke(main, ["html", "-o", "old.html", "--force"])
+    assert result.exit_code == 0, result.output
+    assert Path("old.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_bad_input_leaves_the_results_file_where_it_is(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(FRESH, "mcpstart-results.json")
+    for args in (["--only", "nosuch"], ["--config", str(tmp_path / "none.json")],
+                 ["--url", "notaurl"], ["--name", "", "--", "true"]):
+        result = CliRunner().invoke(main, ["measure", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "previous run is kept" not in result.output
+    assert Path("mcpstart-results.json").read_bytes() == FRESH.read_bytes()
+    assert not Path("mcpstart-runs").exists()
