@@ -249,8 +249,10 @@ def test_history_across_runs_and_a_figure_no_run_measured():
     for doc in (a, b, c):
         for s in doc["servers"]:
             s["footprint"] = None
+        doc["servers"][0].setdefault("warnings", []).append(  # every run noisy: three marks
+            {"kind": "load", "metric": "handshake_ms", "detail": "busy"})
     fig = figure([c, a, b], "history", ["@3", "@1", "@2"])  # drawn in the order made
-    texts = legible(fig)
+    texts = legible(fig)  # the three runs' marks wrap inside the figure
     assert [t.get_text() for t in fig.axes[-1].get_xticklabels()] == ["@1", "@2", "@3"]
     order = [s["name"] for s in a["servers"]]
     rust = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"][order.index("rust")]

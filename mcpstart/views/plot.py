@@ -383,8 +383,8 @@ def mark(fig, text: str | None) -> None:
     """The noisy-run mark: ``text`` in white on a red box above the figure; nothing for None."""
     if text:
         fig.suptitle(f"⚠ {text}: the figures may read high", color="white", fontsize=9,
-                     fontweight="bold", bbox={"boxstyle": "round", "facecolor": NOISY,
-                                              "edgecolor": NOISY})
+                     fontweight="bold", wrap=True,  # several runs' marks: lines, not off the edge
+                     bbox={"boxstyle": "round", "facecolor": NOISY, "edgecolor": NOISY})
 
 
 def figure(results, kind: str | None = None, labels=None):
