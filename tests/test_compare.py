@@ -173,6 +173,11 @@ def test_single_values_are_gated_by_their_family_threshold():
             "only in OLD"] in cells
     # a threshold per family: 150% lets the doubled memory and dependencies through
     assert compare(old, new, thresholds_from(["memory=150", "footprint=150"])).regressions == []
+    # small sizes in their own unit, not 0.00 MiB
+    small = [results(server("ts", tools={"list_bytes": n})) for n in (900, 1800)]
+    cells = [[c.strip() for c in line.split("|")[1:-1]]
+             for line in render(compare(*small)).splitlines() if "tools.list_bytes" in line]
+    assert cells[0][2:4] == ["900 B", "1.8 KiB"]
 
 
 def test_modern_and_round_trip_series():

@@ -416,8 +416,10 @@ def _value(metric: str, value) -> str:
         return str(value)
     if metric.endswith(".rps"):
         return f"{value:.0f}/s"
-    if "_bytes" in metric or metric.endswith("bytes_per_session"):
-        return f"{value / MIB:.2f} MiB"
+    if "_bytes" in metric or metric.endswith(("bytes_per_session", ".bytes")):
+        if abs(value) < 1024:
+            return f"{value:.0f} B"
+        return f"{value / 1024:.1f} KiB" if abs(value) < MIB else f"{value / MIB:.2f} MiB"
     if metric.endswith("_ms") or metric.startswith(("phases_ms", "modern_ms", "http.start_ms")):
         return f"{value:.2f} ms"
     return f"{value:g}"
