@@ -204,8 +204,12 @@ class Session:
                 session._sent.add(first_request["id"])
                 session._next_id = first_request["id"] + 1
             with interrupts.shielded():  # an exit signal cannot separate spawn from _LIVE
-                session.transport.start(first, wait_s)
-                _LIVE.add(session)
+                _LIVE.add(session)  # first: a signal may end the start's wait (interruptible)
+                try:
+                    session.transport.start(first, wait_s)
+                except Exception:  # not started (SystemExit comes only after the spawn)
+                    _LIVE.discard(session)
+                    raise
         except SpawnError as err:
             raise SessionError(err.strerror) from err
         return session
