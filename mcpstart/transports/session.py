@@ -662,6 +662,12 @@ _LIVE: set[Session] = set()
 
 
 
+def unanswered() -> bool:
+    """Whether a session not shut down yet has had no answer at all (on the way out after a
+    signal: the server was started and had not answered its first request)."""
+    return any(not session._answers for session in _LIVE)
+
+
 def shutdown_all() -> None:
     """Shut down every session not shut down yet (on the way out after an error or signal)."""
     for session in list(_LIVE):
