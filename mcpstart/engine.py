@@ -249,8 +249,10 @@ def _stopped(job: Job, results: Results, rewrite: Callable[..., None], name: str
         return
     rewrite(results, done=True)
     job.progress(f"what was measured before {name} ({', '.join(started)}) is in {job.output}"
-                 if started else f"no server was started before {name}: {job.output} "
-                                 "records only the interruption")
+                 if started else f"{results.interrupted} ({job.output})"
+                 if results.servers and results.run_sequence  # one started, none answered
+                 else f"no server was started before {name}: {job.output} records only "
+                      "the interruption")
 
 
 def revisions(job: Job) -> Outcome:

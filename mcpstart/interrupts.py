@@ -1,6 +1,7 @@
 """Exit signals. SIGINT, SIGTERM and SIGHUP end mcpstart in order: they raise SystemExit
 (status 128 + signal number) so every ``finally`` runs and no spawned process is left behind;
-while a ``shielded()`` block reclaims processes, they wait until the block ends."""
+while a ``shielded()`` block reclaims processes, they wait until the block ends, except
+within an ``interruptible()`` part of it (a wait on a process already recorded)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 EXIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_state = {"depth": 0, "pending": None}
+_state = {"depth": 0, "pending": None, "open": False}
 
 
 def _handler(signum: int, _frame) -> None:
-    if _state["depth"]:
+    if _state["depth"] and not _state["open"]:
         _state["pending"] = _state["pending"] or signum
         return
     raise SystemExit(128 + signum)
@@ -42,3 +43,18 @@ def shielded() -> Iterator[None]:
         if not _state["depth"] and _state["pending"]:
             signum, _state["pending"] = _state["pending"], None
             raise SystemExit(128 + signum)
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Within a ``shielded()`` block, the part where an exit signal may act at once (the
+    blocking wait after a spawn whose process is already recorded): a deferred signal exits
+    on entry, a new one exits where it lands."""
+    if _state["pending"]:
+        signum, _state["pending"] = _state["pending"], None
+        raise SystemExit(128 + signum)
+    _state["open"] = True
+    try:
+        yield
+    finally:
+        _state["open"] = False

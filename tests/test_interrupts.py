@@ -118,3 +118,31 @@ def test_a_signal_keeps_what_was_measured_and_says_so(tmp_path):
     assert row["handshake_ms"]["n"] == 2
     assert len(row["protocol"]["matrix"]) == 7 and row["protocol"]["era"] == "legacy"
     assert survivors(tmp_path) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_before_the_first_answer_ends_the_wait_at_once(tmp_path, sig):
+    """A server that writes nothing: the signal ends the first cold start's wait for its
+    initialize answer at once (not at --timeout), and the file and message say where."""
+    import json
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FAST_CLI, str(Path(__file__).parent), "measure", "--runs", "2",
+         "--warmup", "0", "--timeout", "60", "-o", str(tmp_path / "out.json"), "--",
+         *SLEEP, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: any("time.sleep(100)" in c and "mcpstart" not in c  # the server's
+                         for c in survivors(tmp_path)))
+    proc.send_signal(sig)
+    try:
+        _, stderr = proc.communicate(timeout=20)  # well under the 60 s timeout
+    finally:
+        proc.kill()
+    where = (f"stopped by {sig.name} during the first cold start of python3, before its "
+             "initialize answer")
+    assert proc.returncode == 128 + sig, stderr
+    assert f"{where}; the rows hold what was measured before it" in stderr
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["interrupted"].startswith(where)
+    assert data["servers"][0]["status"] == "interrupted"
+    assert data["servers"][0]["reason"].startswith(f"cut short by {sig.name} after 0 of 2 ")
+    assert survivors(tmp_path) == []

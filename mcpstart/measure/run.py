@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from .. import Progress, Step, __version__, warnings as warn
 from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
-from ..transports.session import SessionError
+from ..transports.session import SessionError, unanswered
 from ..wire import SMALL_TEXT, modern_request
 from . import http_steps, imports, launcher, machine, revisions, stdio_steps, tokens, usage
 from .cold import cold_start, modern_start
@@ -109,7 +109,8 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     except SystemExit as stop:  # an exit signal (interrupts.py): keep what was measured
         if isinstance(stop.code, int) and stop.code > 128:
             name = signal.Signals(stop.code - 128).name
-            results.interrupted = f"stopped by {name}; the rows hold what was measured before it"
+            results.interrupted = (f"stopped by {name}{_during(servers, results)}; the rows "
+                                   "hold what was measured before it")
             for server in servers:
                 if server.row.status == "ok" and server.command is not None and not server.done:
                     server.row.status, server.row.reason = "interrupted", cut_short(
@@ -297,6 +298,19 @@ def _all_at_once(live: list[Server], settings: Settings, results: Results, progr
         results.startup = {**(results.startup or {}), "sessions": guarded(
             measure_sessions, copies, sessions, settings, progress)}
         on_update(results)
+
+
+def _during(servers: list[Server], results: Results) -> str:
+    """Where an exit signal came when it was in a server's first cold start (nothing of that
+    server measured yet): " during the first cold start of NAME", plus ", before its
+    initialize answer" while its session has had no answer; else ""."""
+    if not results.run_sequence:
+        return ""
+    name = results.run_sequence[-1]["server"]
+    if any(s.runs or s.stopped for s in servers if s.row.name == name):
+        return ""  # measured, or its start failed and a later step was under way
+    return (f" during the first cold start of {name}"
+            + (", before its initialize answer" if unanswered() else ""))
 
 
 def cut_short(server: Server, runs: int, signal_name: str) -> str:

@@ -83,6 +83,7 @@ from urllib.parse import urljoin, urlsplit
 
 import psutil
 
+from .. import interrupts
 from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
 from . import jsonrpc
@@ -400,9 +401,10 @@ class HttpTransport(Transport):
         self._assign()
         if wait_s > 0:
             deadline = self.clock() + wait_s
-            while self.accepting_ns is None and self._refused is None and \
-                    self._exited_ns is None and self.clock() < deadline:
-                self._pump(deadline)
+            with interrupts.interruptible():  # a signal ends the wait, not the timeout
+                while self.accepting_ns is None and self._refused is None and \
+                        self._exited_ns is None and self.clock() < deadline:
+                    self._pump(deadline)
 
     def _spawn(self) -> None:
         prepared = self.prepared

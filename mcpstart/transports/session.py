@@ -204,8 +204,12 @@ class Session:
                 session._sent.add(first_request["id"])
                 session._next_id = first_request["id"] + 1
             with interrupts.shielded():  # an exit signal cannot separate spawn from _LIVE
-                session.transport.start(first, wait_s)
-                _LIVE.add(session)
+                _LIVE.add(session)  # first: a signal may end the start's wait (interruptible)
+                try:
+                    session.transport.start(first, wait_s)
+                except Exception:  # not started (SystemExit comes only after the spawn)
+                    _LIVE.discard(session)
+                    raise
         except SpawnError as err:
             raise SessionError(err.strerror) from err
         return session
@@ -656,6 +660,12 @@ def serve_all(sessions: list[Session], seconds: float) -> None:
 
 _LIVE: set[Session] = set()
 
+
+
+def unanswered() -> bool:
+    """Whether a session not shut down yet has had no answer at all (on the way out after a
+    signal: the server was started and had not answered its first request)."""
+    return any(not session._answers for session in _LIVE)
 
 
 def shutdown_all() -> None:

@@ -25,6 +25,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from .. import interrupts
 from ..command import Command
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import LineBuffer, Outbox
@@ -249,13 +250,15 @@ class StdioTransport(Transport):
             for fd in child:  # without this, no EOF when the child dies
                 os.close(fd)
             if wait_s > 0 and not self._pending_out:  # else receive() writes the rest first
-                events = self._first.poll(wait_s * 1000)
+                with interrupts.interruptible():  # a signal ends the wait, not the timeout
+                    events = self._first.poll(wait_s * 1000)
                 if events:
                     self._early = (events, time.perf_counter_ns())
         finally:
             if previous is not None:
                 os.chdir(previous)
-        self.pidfd = open_pidfd(self.pid)
+            if self.pid:  # also when a signal ended the wait
+                self.pidfd = open_pidfd(self.pid)
 
     # ----- writing ---------------------------------------------------------------------
     def send(self, data: bytes, message: dict | None = None) -> None:
