@@ -15,7 +15,7 @@ from conftest import FAKE, PYTHON, PYTHON_LINE, fast
 
 SLEEP_S = 0.3
 MIB = 1 << 20
-NPX = f"""#!{PYTHON_LINE}
+NPX = f"""#!{sys.executable}
 import os, subprocess, sys, time
 if os.environ.get("npm_config_offline") != "true":
     time.sleep({SLEEP_S})  # asks the registry on every start
