@@ -401,6 +401,10 @@ def compare(old, new, thresholds, alpha, pair, old_variant, new_variant, tablefm
         new = defaults.OUTPUT  # `mcpstart compare`: the previous run against the last one
     before, after, names = _input(sides, lambda path: _load([path], "compare")[0].to_dict(),
                                   (old, new), (old_variant, new_variant))
+    if not old_variant:  # a stored run named with the file it is, for the record
+        from .runs import resolve
+
+        names = tuple(n if str(resolve(n)) == n else f"{n} ({resolve(n)})" for n in names)
     comparison = compare_results(before, after, thresholds, alpha,
                                  same_run=bool(old_variant), pair=pair)
     click.echo(to_json(comparison, *names) if tablefmt == "json"

@@ -39,7 +39,7 @@ def test_runs_without_o_are_kept_and_compare_names_the_previous_one(tmp_path, mo
         == ["second", "first", "first", "third"]
     result = CliRunner().invoke(main, ["compare", "--format", "json"])  # @-1 vs the last run
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["old"] == "@-1"
+    assert json.loads(result.output)["old"] == "@-1 (mcpstart-runs/0002.json)"  # the file it is
     assert json.loads(result.output)["new"] == "mcpstart-results.json"
     missing = CliRunner().invoke(main, ["report", "@-3"])
     assert missing.exit_code == 2 and "no stored run @-3: mcpstart-runs/ holds 2" in missing.output

@@ -442,15 +442,16 @@ def rules(comparison: Comparison) -> list[str]:
     return [
         f"Timings: an exact one-sided Mann-Whitney U test that NEW is slower, alpha "
         f"{alpha:g}; a regression is p <= alpha with a median more than {t['time']:g}% above "
-        f"OLD's (load latency: {t['load']:g}%); such a median with p above alpha is "
-        "inconclusive.",
+        f"OLD's (warm calls, one session per run: {t['calls']:g}% and more than "
+        f"{CALLS_NOISE_MS:g} ms; load latency: {t['load']:g}%); such a median with p above "
+        "alpha is inconclusive.",
         f"Single values: a regression is idle memory or the large call's peak more than "
         f"{t['memory']:g}% above OLD's (and more than {MEMORY_NOISE_PCT:g}%, the noise of two "
         f"readings), artifact, dependencies or tree more than {t['footprint']:g}%, tool-list "
         f"bytes or tokens more than {t['tools']:g}%, load throughput more than {t['load']:g}% "
         "below; a load figure marked engine-bound is no verdict either way (its rate is the load "
-        "engine's ceiling, not the server's). A server ok in OLD that failed "
-        "in NEW, or missing from NEW, fails the gate.",
+        "engine's ceiling, not the server's). A server ok in OLD that failed or was "
+        "interrupted in NEW, or missing from NEW, fails the gate.",
         f"Smallest attainable p: {reach}." if reach
         else "No timing series has samples in both files: no test ran.",
     ]
