@@ -173,7 +173,12 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
         if given is None and path and (kept := _input(keep, path)):  # the input is valid
             _progress(f"the previous run is kept as {kept} (mcpstart compare @-1 NEW)")
         display.mask = lambda text, secrets=job.secrets: redact(text, secrets)
-        outcome = _input(getattr(engine, work), job)
+        try:
+            outcome = _input(getattr(engine, work), job)
+        except SystemExit as stop:  # an exit signal: the table of what was measured before it
+            if getattr(stop, "outcome", None) is not None and stop.outcome.results.servers:
+                show(stop.outcome, display)
+            raise
         show(outcome, display)
         if said := _input(outcome.written):
             _progress(said)

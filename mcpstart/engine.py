@@ -231,7 +231,10 @@ def measure(job: Job) -> Outcome:
                                   rewrite, budget, job.sessions)
     except SystemExit as stop:
         if isinstance(stop.code, int) and stop.code > 128:
-            _stopped(job, (last or [results])[0], rewrite, signal.Signals(stop.code - 128).name)
+            stopped = (last or [results])[0]
+            _stopped(job, stopped, rewrite, signal.Signals(stop.code - 128).name)
+            stopped.secrets = secrets
+            stop.outcome = Outcome(stopped, output=job.output)  # for the table of what was measured
         raise
     rewrite(results, done=True)
     results.secrets = secrets

@@ -108,8 +108,9 @@ def test_a_signal_keeps_what_was_measured_and_says_so(tmp_path):
     stderr = []
     wait_for(lambda: _read_until(proc, "idle memory", stderr))
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=300)
+    table, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130
+    assert "| status " in table and "interrupted" in table  # the table of what was measured
     data = json.loads((tmp_path / "out.json").read_text())
     row = data["servers"][0]
     assert data["interrupted"] == "stopped by SIGINT; the rows hold what was measured before it"
