@@ -155,3 +155,25 @@ def test_a_negotiated_revision_the_matrix_found_unsupported_is_warned_about():
             and w["metric"] == "protocol.supported_revisions"] == [
         "the session negotiated 2025-11-25, yet the revision matrix does not list it as "
         "supported: its probe got 2025-06-18"]
+
+
+def test_a_probe_that_reached_no_server_says_nothing_of_its_revision():
+    """Silence is unknown, and so is a probe that never reached a server (the program could
+    not be started, nothing accepted the connection); an exit after the start, or an HTTP
+    error status, is the server's answer."""
+    from mcpstart.measure.revisions import verdict
+    from mcpstart.views.table import _initialize_modern, _revisions
+
+    def probe(outcome, ms=None, code=None, data=None):
+        return {"method": "initialize", "requested": "2026-07-28", "outcome": outcome,
+                "answered": None, "error_code": code, "error_data": data, "ms": ms}
+
+    unreached = [probe("exited"), probe("error", data={"http_status": None})]
+    assert [verdict(p) for p in unreached] == ["unknown", "unknown"]
+    assert [verdict(p) for p in (probe("exited", ms=40.0), probe("error", data={
+        "http_status": 400}), probe("error", code=-32602))] == ["unsupported"] * 3
+    row = {"protocol": {"unknown_revisions": ["2026-07-28"], "probe_wait": {"s": 5.0},
+                        "matrix": [{**unreached[1], "verdict": "unknown"}]}}
+    assert _revisions([], row) == "none; 2026-07 unknown (reached no server)"
+    assert _initialize_modern({"outcome": "error", "error_code": None}, row) == \
+        "unknown (reached no server)"

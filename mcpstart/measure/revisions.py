@@ -10,7 +10,8 @@ code. Anything else (another error, an exit, silence) marks a legacy server.
 
 Verdicts come only from answers: a probe that got an answer (an echo, another revision, an
 error) or ended (an exit) says what the server does with that revision; a probe that got
-nothing within its wait says nothing, so its revision is "unknown", never "unsupported", and
+nothing within its wait, or never reached a server (``never_reached``), says nothing, so its
+revision is "unknown", never "unsupported", and
 the matrix goes on past it. The wait is derived from the server's own measured start
 (``probe_wait``).
 """
@@ -147,11 +148,21 @@ def _modern(revision: str) -> bool:
     return revision >= MODERN_REVISION
 
 
+def never_reached(row: dict) -> bool:
+    """The probe never reached a server: the program could not be started (an "exited"
+    outcome with no time), or nothing accepted the HTTP connection (the transport's own error,
+    with no HTTP status and no JSON-RPC code). That says nothing of the revision."""
+    return (row["outcome"] == "exited" and row["ms"] is None) or (
+        row["outcome"] == "error" and row["error_code"] is None
+        and row.get("error_data") == {"http_status": None})
+
+
 def verdict(row: dict) -> str:
     """What one probe tells of the revision it asked: "supported" (initialize echoed it;
     discover answered as a modern server answers and listed it), "unknown" (no answer
-    within the probe's wait) or "unsupported" (any other answer, an error, an exit)."""
-    if row["outcome"] == "no_answer":
+    within the probe's wait, or the probe never reached a server) or "unsupported" (any
+    other answer, an error, an exit)."""
+    if row["outcome"] == "no_answer" or never_reached(row):
         return "unknown"
     if row["outcome"] != "answered":
         return "unsupported"

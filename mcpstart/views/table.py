@@ -115,18 +115,25 @@ class Row:
         return (self.path, *self.also)
 
 
-def _initialize_modern(value, _s) -> str:
+def _initialize_modern(value, s) -> str:
     """What initialize asking 2026-07-28 got: the revision answered ("2025-11-25 (down)" when
-    another), else how it was refused ("rejected: error -32022", "rejected: exited")."""
+    another), else how it was refused ("rejected: error -32022", "rejected: exited"), or
+    "unknown" where the matrix's verdict of that probe is (silence, or a probe that reached no
+    server: the program could not be started, nothing accepted the connection)."""
     outcome = value.get("outcome")
+    probe = next((m for m in _list(dig(s, "protocol.matrix")) if isinstance(m, dict)
+                  and m.get("method") == "initialize" and m.get("requested") == MODERN_REVISION),
+                 None)
     if outcome == "answered":
         answered = _text(value.get("answered"))
         return answered if answered == MODERN_REVISION else f"{answered} (down)"
+    if outcome == "no_answer":
+        return f"unknown ({no_answer(value.get('wait_s'))})"
+    if probe and probe.get("verdict") == "unknown":
+        return "unknown (reached no server)"
     if outcome == "error":
         code = value.get("error_code")
         return f"rejected: error {_count(code)}" if code is not None else "rejected: error"
-    if outcome == "no_answer":
-        return f"unknown ({no_answer(value.get('wait_s'))})"
     return f"rejected: {_text(outcome)}"
 
 
@@ -148,8 +155,10 @@ def _revisions(value, s) -> str:
             else "..".join(_short(r) for r in (revisions[0], revisions[-1])))
     unknown = dig(s, "protocol.unknown_revisions")
     if unknown:
+        silent = any(isinstance(m, dict) and m.get("outcome") == "no_answer"
+                     for m in _list(dig(s, "protocol.matrix")))
         text += (f"; {', '.join(_short(_text(r)) for r in _list(unknown))} unknown "
-                 f"({no_answer(dig(s, 'protocol.probe_wait.s'))})")
+                 f"({no_answer(dig(s, 'protocol.probe_wait.s')) if silent else 'reached no server'})")
     return text
 
 
