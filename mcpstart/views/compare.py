@@ -14,6 +14,7 @@ from ..defaults import ALPHA, CALLS_NOISE_MS, MEMORY_NOISE_PCT, THRESHOLDS_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
 from . import start_change
+from .table import fmt_mib
 
 FAMILIES = tuple(THRESHOLDS_PCT)
 """The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
@@ -417,9 +418,7 @@ def _value(metric: str, value) -> str:
     if metric.endswith(".rps"):
         return f"{value:.0f}/s"
     if "_bytes" in metric or metric.endswith(("bytes_per_session", ".bytes")):
-        if abs(value) < 1024:
-            return f"{value:.0f} B"
-        return f"{value / 1024:.1f} KiB" if abs(value) < MIB else f"{value / MIB:.2f} MiB"
+        return fmt_mib(value) if abs(value) < 0.1 * MIB else f"{value / MIB:.2f} MiB"
     if metric.endswith("_ms") or metric.startswith(("phases_ms", "modern_ms", "http.start_ms")):
         return f"{value:.2f} ms"
     return f"{value:g}"
