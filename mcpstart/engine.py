@@ -251,11 +251,13 @@ def _stopped(job: Job, results: Results, rewrite: Callable[..., None], name: str
     if job.output is None:
         return
     rewrite(results, done=True)
-    job.progress(f"what was measured before {name} ({', '.join(started)}) is in {job.output}"
-                 if started else f"{results.interrupted} ({job.output})"
-                 if results.servers and results.run_sequence  # one started, none answered
-                 else f"no server was started before {name}: {job.output} records only "
-                      "the interruption")
+    if started:
+        said = f"what was measured before {name} ({', '.join(started)}) is in {job.output}"
+    elif results.servers and results.run_sequence:  # one started, none answered
+        said = f"{results.interrupted} ({job.output})"
+    else:
+        said = f"no server was started before {name}: {job.output} records only the interruption"
+    job.progress(said)
 
 
 def revisions(job: Job) -> Outcome:
