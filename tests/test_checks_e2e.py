@@ -81,15 +81,18 @@ def test_tool_figures_against_a_raw_probe_and_tiktoken(built):
 
 
 def test_the_http_phases_against_the_c_client(built, tmp_path):
+    """Each phase's minimum over 6 rounds: the medians of 4 rounds once missed by 1.7 ms on
+    first_call (2.3 ms) in CI while every other phase met; a 2x clock error moves the minimum
+    as much as the median."""
     clock = benchmark("http_clock")
     binary = clock.compile_client(tmp_path)
     settings = replace(Settings(), spawner=lambda command: HttpTransport(command))
     c_runs, our_runs = [], []
-    for round_ in range(4):
+    for round_ in range(6):
         theirs, mine = clock.one_round(binary, built["c-http"], settings, round_)
         c_runs.append(theirs)
         our_runs.append(mine)
-    found = clock.medians(c_runs, our_runs)
+    found = clock.per_phase(c_runs, our_runs, pick=min)
     assert set(found) == set(clock.PHASES) - {"modern_port"}
     for phase, (theirs, mine) in found.items():
         assert near(mine, theirs, clock.SLACK_MS), phase
