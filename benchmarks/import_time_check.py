@@ -1,7 +1,7 @@
 """Is mcpstart's attributed import time (``imports.import_ms``: the import tree of a profiled
 start, past the interpreter's own imports) what importing the server costs without the
 profiler? For each built Python reference server (a script run by its virtual environment's
-interpreter), each round makes one profiled start through mcpstart (imports.instrumented_start
+interpreter), each round makes one profiled start through mcpstart (profiled_start
 and imports.attribute) and times ``python -c 'import <the server's module>'`` and ``python -c
 pass`` in the server's environment and folder (wall time of the process, spawn to exit; each
 ends with ``os._exit(0)``, QUIT),
@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from mcpstart.measure import imports
+from mcpstart.measure.profiled import profiled_start
 from mcpstart.measure.settings import Settings
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
@@ -193,8 +194,8 @@ def main() -> None:
                 checks = [(importing, with_import), (nothing, bare)]
                 for argv, into in checks if index % 2 else checks[::-1]:
                     into.append(wall_ms(argv, folder, env))
-                _ms, text, interpreter = imports.instrumented_start(command,
-                                                                    Settings(timeout_s=60))
+                _ms, text, interpreter = profiled_start(command, Settings(timeout_s=60),
+                                                        imports.ENV, imports.python_interpreter)
                 env_info = env_info or imports.environment_of(interpreter, 60)
                 found = imports.attribute(imports.parse(text), env_info)
                 attributed.append(found)

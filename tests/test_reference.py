@@ -275,3 +275,20 @@ def test_node_idle_memory_is_read_after_it_settles(measured):
         session.shutdown()
     assert settled and waited >= 9.5
     assert abs(idle - at_15_s) <= 0.02 * at_15_s
+
+
+def test_start_attribution_names_each_runtime_units(measured):
+    """Python's start by distribution, Go's package inits by module (the SDK's module named,
+    the inits summing to the block's total and staying inside the profiled start); the
+    other runtimes say why they have no block."""
+    _, data, _, _, _, _ = measured
+    by_name = rows(data)
+    python, go = by_name["python"]["imports"], by_name["go"]["imports"]
+    assert python["runtime"] == "python" and "mcp" in [d["name"] for d in python["distributions"]]
+    assert go["runtime"] == "go" and go["interpreter_ms"] is None
+    modules = {d["name"]: d for d in go["distributions"]}
+    assert modules["github.com/modelcontextprotocol/go-sdk"]["installed"]
+    assert 0 < go["import_ms"] < go["instrumented_ms"]
+    assert abs(sum(p["clock_ms"] for p in go["packages"]) - go["import_ms"]) <= 0.2 * go["import_ms"]
+    for name in ("c", "rust", "typescript", "java"):
+        assert by_name[name]["imports"] is None and "imports" in by_name[name]["not_measured"]

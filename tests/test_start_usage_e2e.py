@@ -9,6 +9,7 @@ import pytest
 
 from mcpstart.command import Command
 from mcpstart.measure import imports
+from mcpstart.measure.profiled import profiled_start
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.transports.tree import child_subreaper
@@ -52,7 +53,8 @@ def test_an_http_package_never_seen_is_named_on_a_stdio_server(tmp_path):
     command = Command([sys.executable, str(FAKE), "--import", "zqwire"],
                       env={"PYTHONPATH": str(tmp_path)})
     with child_subreaper():
-        ms, text, interpreter = imports.instrumented_start(command, fast(timeout_s=30))
+        ms, text, interpreter = profiled_start(command, fast(timeout_s=30), imports.ENV,
+                                                imports.python_interpreter)
     env = imports.environment_of(interpreter, 30)
     block = imports.block([(ms, imports.attribute(imports.parse(text), env))], env, None, "stdio")
     assert block["other_transport"]["distributions"] == ["zq-wire"]

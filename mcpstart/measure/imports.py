@@ -20,16 +20,11 @@ import re
 import shutil
 import statistics
 import subprocess
-from collections.abc import Callable
-from dataclasses import replace
-
 import psutil
 
-from ..command import Command
-from ..transports.base import elapsed_ms
 from ..transports.session import SessionError
-from ..wire import initialize_request
-from . import spawn
+from ..transports.tree import ProcessSet
+from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
 
@@ -138,49 +133,15 @@ def applies(server: Server) -> bool:
         PYTHON.fullmatch(p["name"]) for p in (server.row.start_usage or {}).get("processes", []))
 
 
-def instrumented_start(command: Command, settings: Settings,
-                       before_spawn: Callable[[], None] = lambda: None
-                       ) -> tuple[float, str, dict | None]:
-    """One timed cold start of ``command`` with import profiling on, read to the initialize
-    answer (``before_spawn`` as spawn.started runs it).
-
-    Returns:
-        ``(handshake ms, stderr up to the answer, interpreter)``: ``interpreter``
-        ``{exe, cwd, environ}`` of the tree's first live Python process (None if none).
-
-    Raises:
-        SessionError: no valid initialize answer.
-    """
-    transports = []
-
-    def keeping(command):
-        transport = settings.spawner(command)
-        transport.stderr_log = []
-        transports.append(transport)
-        return transport
-
-    command = replace(command, env={**command.env, **ENV})
-    with spawn.started([(command, initialize_request(settings.requested_revision))],
-                       replace(settings, spawner=keeping), timed=True,
-                       before_spawn=before_spawn) as (session,):
-        response = session.wait(1, settings.timeout_s)
-        ms = elapsed_ms(session.t0_ns, response.at_ns)
-        log = session.transport.stderr_log
-        while True:  # what was written before the answer and is still in the pipe
-            size = len(log)
-            session.transport.drain()
-            if len(log) == size:
-                break
-        interpreter = None
-        for proc in session.processes.scan():
-            try:
-                if PYTHON.fullmatch(proc.name()):
-                    interpreter = {"exe": _invoked(proc), "cwd": proc.cwd(),
-                                   "environ": proc.environ()}
-                    break
-            except psutil.Error:
-                continue
-    return ms, b"".join(log).decode("utf-8", errors="replace"), interpreter
+def python_interpreter(processes: ProcessSet) -> dict | None:
+    """``{exe, cwd, environ}`` of the tree's first live Python process (None if none)."""
+    for proc in processes.scan():
+        try:
+            if PYTHON.fullmatch(proc.name()):
+                return {"exe": _invoked(proc), "cwd": proc.cwd(), "environ": proc.environ()}
+        except psutil.Error:
+            continue
+    return None
 
 
 def _invoked(proc: psutil.Process) -> str:
@@ -214,12 +175,14 @@ def environment_of(interpreter: dict, timeout_s: float) -> dict:
 
 
 def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float | None,
-          transport: str) -> dict:
+          transport: str, runtime: str = "python") -> dict:
     """The row's ``imports`` block (docs/results.md#imports) from the instrumented starts
-    (``(handshake ms, attribute())`` each) and QUERY's ``env``.
+    (``(handshake ms, attribute())`` each) and QUERY's ``env`` (another runtime's
+    attribution passes its own starts in the same shape, ``env`` with ``classifiers`` and
+    the ``main`` unit that is the server's own code, and its ``runtime``).
 
     Returns:
-        ``{runs, instrumented_ms, uninstrumented_ms, import_ms, import_samples,
+        ``{runtime, runs, instrumented_ms, uninstrumented_ms, import_ms, import_samples,
         interpreter_ms, share, distributions: [{name, self_ms, cumulative_ms, samples,
         modules, installed, http}], other_transport}``:
         medians over the starts; ``import_samples`` and a distribution's ``samples`` the
@@ -230,7 +193,8 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
         STDLIB and NOT_INSTALLED);
         ``http`` the transport rule's verdict (provides_http); ``other_transport`` for a
         stdio server, ``{distributions, cumulative_ms, share}`` of the HTTP ones imported at
-        start (the finding, docs/startup.md), else None.
+        start (the finding, docs/startup.md; Python's classifiers only), else None;
+        ``interpreter_ms`` None where the runtime's trace has no such part.
     """
     med = lambda values: statistics.median(values)  # noqa: E731
     names = list(dict.fromkeys(n for _, a in starts for n in a["distributions"]))
@@ -242,22 +206,23 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
                      "cumulative_ms": med([p["cumulative_ms"] if p else 0.0 for p in per]),
                      "samples": own,
                      "modules": max(p["modules"] if p else 0 for p in per),
-                     "installed": name not in (STDLIB, NOT_INSTALLED),
+                     "installed": name not in (STDLIB, NOT_INSTALLED, env.get("main")),
                      "http": provides_http(env["classifiers"].get(name, []))})
     rows.sort(key=lambda r: -r["cumulative_ms"])
     instrumented = med([ms for ms, _ in starts])
     import_samples = [a["import_ms"] for _, a in starts]
     import_ms = med(import_samples)
     other = None
-    if transport == "stdio":
+    if transport == "stdio" and runtime == "python":
         http_ms = med([a["http_ms"] for _, a in starts])
         other = {"distributions": [r["name"] for r in rows if r["http"]],
                  "cumulative_ms": http_ms,
                  "share": http_ms / instrumented if instrumented else None}
-    return {"runs": len(starts), "instrumented_ms": instrumented,
+    interpreter = [a["interpreter_ms"] for _, a in starts]
+    return {"runtime": runtime, "runs": len(starts), "instrumented_ms": instrumented,
             "uninstrumented_ms": uninstrumented_ms, "import_ms": import_ms,
             "import_samples": import_samples,
-            "interpreter_ms": med([a["interpreter_ms"] for _, a in starts]),
+            "interpreter_ms": None if None in interpreter else med(interpreter),
             "share": import_ms / instrumented if instrumented else None,
             "distributions": rows, "other_transport": other}
 
@@ -273,7 +238,8 @@ def measure(server: Server, settings: Settings) -> None:
     starts, interpreter = [], None
     try:
         for _ in range(RUNS):
-            ms, text, found = instrumented_start(server.command, settings, server.before_spawn)
+            ms, text, found = profiled_start(server.command, settings, ENV, python_interpreter,
+                                             server.before_spawn)
             interpreter = interpreter or found
             starts.append((ms, parse(text)))
         if interpreter is None:

@@ -21,7 +21,8 @@ from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError, unanswered
 from ..wire import SMALL_TEXT, modern_request
-from . import http_steps, imports, launcher, machine, revisions, stdio_steps, tokens, usage
+from . import (go_init, http_steps, imports, launcher, machine, revisions, stdio_steps, tokens,
+               usage)
 from .cold import cold_start, modern_start
 from .matrix import first_start, matrix, none_supported
 from .server import Server, guard
@@ -141,12 +142,15 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
         if not settings.attribution:
             for block in ("imports", "start_usage"):
                 server.row.skip_block(block, "--no-attribution")
-        elif not imports.applies(server):
+        elif (runtime := next((r for r in (imports, go_init) if r.applies(server)),
+                              None)) is None:
             server.row.skip_block("imports", "profiled for stdio servers whose tree runs a "
-                                             "Python interpreter only")
+                                             "Python interpreter or whose program is a Go "
+                                             "executable only")
         else:  # after the counted starts: profiling slows what it profiles
-            progress(Step(f"{server.row.name}: import profile", "cold start", server.row.name))
-            imports.measure(server, settings)
+            progress(Step(f"{server.row.name}: start-up profile", "cold start",
+                          server.row.name))
+            runtime.measure(server, settings)
             on_update(results)
     for index, server in enumerate(live, 1):
         if not server.never_started:

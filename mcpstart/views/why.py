@@ -38,15 +38,23 @@ def why(doc: dict, name: str | None = None) -> str:
                   + f"{p['runs']} runs)" for p in usage["processes"]]
     imports = row.get("imports")
     if imports:
-        lines.append(f"  imports: {fmt_ms(imports['import_ms'])} ms of a "
+        go = imports.get("runtime") == "go"
+        lines.append(f"  {'package init' if go else 'imports'}: "
+                     f"{fmt_ms(imports['import_ms'])} ms of a "
                      f"{fmt_ms(imports['instrumented_ms'])} ms profiled start "
                      f"({imports['runs']} runs; unprofiled median "
-                     f"{fmt_ms(imports['uninstrumented_ms'])} ms); the interpreter's own "
-                     f"{fmt_ms(imports['interpreter_ms'])} ms apart")
-        lines.append("  per distribution (ms: cumulative, self, modules):")
-        lines += [f"    {d['name']}: {fmt_ms(d['cumulative_ms'])}, {fmt_ms(d['self_ms'])}, "
-                  f"{d['modules']}" + ("  [HTTP]" if d["http"] else "")
-                  for d in imports["distributions"]]
+                     f"{fmt_ms(imports['uninstrumented_ms'])} ms)"
+                     + ("" if imports["interpreter_ms"] is None else
+                        f"; the interpreter's own {fmt_ms(imports['interpreter_ms'])} ms apart"))
+        lines.append("  per module (ms: init, packages):" if go else
+                     "  per distribution (ms: cumulative, self, modules):")
+        lines += [f"    {d['name']}: {fmt_ms(d['cumulative_ms'])}, "
+                  + ("" if go else f"{fmt_ms(d['self_ms'])}, ") + f"{d['modules']}"
+                  + ("  [HTTP]" if d["http"] else "") for d in imports["distributions"]]
+        if go:
+            lines.append("  slowest package inits (ms, bytes, allocations):")
+            lines += [f"    {p['name']}: {fmt_ms(p['clock_ms'])}, {p['bytes']:g}, "
+                      f"{p['allocs']:g}" for p in imports["packages"][:5]]
         if (found := other_transport(None, row)) is not None:
             lines.append(f"  imported for another transport: {found}")
     elif reason := (row.get("not_measured") or {}).get("imports"):
