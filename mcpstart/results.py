@@ -85,8 +85,11 @@ class ServerResult:
     """The tree's resource usage from spawn to the initialize answer, per figure over the cold
     starts (measure/usage.py; docs/results.md#start_usage)."""
     imports: dict | None = None
-    """A Python server's import time per distribution (measure/imports.py;
-    docs/results.md#imports)."""
+    """A Python server's import time per distribution, a Go server's package init time per
+    module (measure/imports.py, go_init.py; docs/results.md#imports)."""
+    classes: dict | None = None
+    """A JVM server's classes loaded before its answer, per source (measure/jvm_classes.py;
+    docs/results.md#classes)."""
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 

@@ -279,8 +279,8 @@ def test_node_idle_memory_is_read_after_it_settles(measured):
 
 def test_start_attribution_names_each_runtime_units(measured):
     """Python's start by distribution, Go's package inits by module (the SDK's module named,
-    the inits summing to the block's total and staying inside the profiled start); the
-    other runtimes say why they have no block."""
+    the inits summing to the block's total and staying inside the profiled start), the JVM's
+    classes by jar; the other runtimes say why they have no block."""
     _, data, _, _, _, _ = measured
     by_name = rows(data)
     python, go = by_name["python"]["imports"], by_name["go"]["imports"]
@@ -290,5 +290,10 @@ def test_start_attribution_names_each_runtime_units(measured):
     assert modules["github.com/modelcontextprotocol/go-sdk"]["installed"]
     assert 0 < go["import_ms"] < go["instrumented_ms"]
     assert abs(sum(p["clock_ms"] for p in go["packages"]) - go["import_ms"]) <= 0.2 * go["import_ms"]
-    for name in ("c", "rust", "typescript", "java"):
-        assert by_name[name]["imports"] is None and "imports" in by_name[name]["not_measured"]
+    java = by_name["java"]["classes"]
+    assert java["classes"] > 1000 and java["first_class_ms"] < java["last_class_ms"]
+    assert any(s["name"].startswith("mcp-core-") for s in java["sources"])
+    assert "imports" in by_name["java"]["not_measured"]
+    for name in ("c", "rust", "typescript"):
+        assert by_name[name]["imports"] is None and by_name[name]["classes"] is None
+        assert {"imports", "classes"} <= set(by_name[name]["not_measured"])

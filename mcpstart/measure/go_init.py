@@ -31,6 +31,8 @@ from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
 
+BLOCK = "imports"
+"""The results block this profile fills."""
 RUNS = imports.RUNS
 ENV = {"GODEBUG": "inittrace=1"}
 LINE = re.compile(r"init (\S+) @([0-9.]+) ms, ([0-9.]+) ms clock, (\d+) bytes, (\d+) allocs")

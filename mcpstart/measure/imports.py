@@ -28,6 +28,8 @@ from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
 
+BLOCK = "imports"
+"""The results block this profile fills."""
 RUNS = 3
 """Instrumented starts per server (their median is reported)."""
 ENV = {"PYTHONPROFILEIMPORTTIME": "1"}

@@ -21,7 +21,7 @@ from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError, unanswered
 from ..wire import SMALL_TEXT, modern_request
-from . import (go_init, http_steps, imports, launcher, machine, revisions, stdio_steps, tokens,
+from . import (attribution, http_steps, launcher, machine, revisions, stdio_steps, tokens,
                usage)
 from .cold import cold_start, modern_start
 from .matrix import first_start, matrix, none_supported
@@ -140,14 +140,11 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     _cold_starts(spawned, steps, settings, order, results, progress, on_update, "handshake")
     for server in [s for s in spawned if not s.never_started]:
         if not settings.attribution:
-            for block in ("imports", "start_usage"):
+            for block in ("imports", "classes", "start_usage"):
                 server.row.skip_block(block, "--no-attribution")
-        elif (runtime := next((r for r in (imports, go_init) if r.applies(server)),
-                              None)) is None:
-            server.row.skip_block("imports", "profiled for stdio servers whose tree runs a "
-                                             "Python interpreter or whose program is a Go "
-                                             "executable only")
-        else:  # after the counted starts: profiling slows what it profiles
+            continue
+        runtime = attribution.chosen(server)
+        if runtime is not None:  # after the counted starts: profiling slows what it profiles
             progress(Step(f"{server.row.name}: start-up profile", "cold start",
                           server.row.name))
             runtime.measure(server, settings)

@@ -352,6 +352,16 @@ def top_packages(_value, server: dict, count: int = 3) -> str | None:
     return ", ".join(f"{d['name']} {fmt_ms(d['cumulative_ms'])}" for d in rows[:count]) or "none"
 
 
+def top_jars(value, server: dict, count: int = 3) -> str:
+    """"3,145 (JDK 1,402; jackson-databind-3.1.4.jar 577, reactor-core-3.7.0.jar 398)": the
+    classes loaded before the answer, the JDK's share, and the jars with the most."""
+    sources = dig(server, "classes.sources") or []
+    jdk = sum(s["classes"] for s in sources if s["jdk"])
+    jars = [s for s in sources if not s["jdk"] and not s["name"].startswith("(")][:count]
+    return (f"{value:,.0f} (JDK {jdk:,.0f}; "
+            + ", ".join(f"{s['name']} {s['classes']:,.0f}" for s in jars) + ")")
+
+
 def other_transport(_value, server: dict) -> str | None:
     """The transport finding in words: "435 ms (9.8% of the start): sse-starlette, ..." or
     "none"; None where the rule does not apply (no imports block, an HTTP server)."""
@@ -521,6 +531,8 @@ ROWS: list[Row] = [
         ("imports.import_ms", "imports.instrumented_ms")),
     Row("imports.other_transport", "imported at start for another transport (stdio)",
         other_transport),
+    Row("classes.classes", "JVM classes loaded before the answer (top jars)", top_jars,
+        ("classes.sources",)),
     Row("caching.may_defer_spawn", "may show cached tools, spawn at the first call", _caching,
         ("caching.tools_list_ttl_ms", "caching.deferred_first_call_ms")),
     Row("tools.with_output_schema", "outputSchema (tools with one; the called tool)",

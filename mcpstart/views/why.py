@@ -1,5 +1,5 @@
 """``mcpstart why``: the whole breakdown of one server's start from a results file (its
-``start_usage`` and ``imports`` blocks, docs/startup.md) and of its idle memory by class of
+``start_usage``, ``imports`` and ``classes`` blocks, docs/startup.md) and of its idle memory by class of
 mapping (``memory.idle_split``, docs/process-tree.md), as text, and the short forms the
 table's rows show."""
 
@@ -16,7 +16,8 @@ def why(doc: dict, name: str | None = None) -> str:
         ValueError: no such server, or it has neither block (the message says which).
     """
     rows = [s for s in servers(doc) if name is None or name_of(s) == name]
-    row = next((s for s in rows if s.get("start_usage") or s.get("imports")), None)
+    row = next((s for s in rows if s.get("start_usage") or s.get("imports")
+                or s.get("classes")), None)
     if row is None:
         names = ", ".join(name_of(s) for s in servers(doc))
         raise ValueError(f"no server {name!r} in the file (it holds {names})" if not rows else
@@ -59,6 +60,14 @@ def why(doc: dict, name: str | None = None) -> str:
             lines.append(f"  imported for another transport: {found}")
     elif reason := (row.get("not_measured") or {}).get("imports"):
         lines.append(f"  imports: not measured: {reason}")
+    if classes := row.get("classes"):
+        lines.append(f"  JVM classes: {classes['classes']:,.0f} loaded before the answer of a "
+                     f"{fmt_ms(classes['instrumented_ms'])} ms logged start ({classes['runs']} "
+                     f"runs; unlogged median {fmt_ms(classes['uninstrumented_ms'])} ms); the "
+                     f"first at {fmt_ms(classes['first_class_ms'])} ms of the JVM's uptime, the "
+                     f"last at {fmt_ms(classes['last_class_ms'])} ms")
+        lines.append("  per source (classes):")
+        lines += [f"    {s['name']}: {s['classes']:,.0f}" for s in classes["sources"]]
     if split := dig(row, "memory.idle_split"):
         lines.append("  idle memory by class of mapping (MiB: RSS, PSS):")
         lines += [f"    {name}: {fmt_mib(value['rss_bytes'])}, {fmt_mib(value['pss_bytes'])}"

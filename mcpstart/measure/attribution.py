@@ -1,0 +1,27 @@
+"""Which runtime's start-up profile a server gets: the first of RUNTIMES that applies to it
+(a Python interpreter in its tree, a Go executable as its program, a JVM in its tree; each
+module's ``applies``), run after the counted cold starts. Every profile block the server does
+not get says why (``not_measured``)."""
+
+from __future__ import annotations
+
+from . import go_init, imports, jvm_classes
+from .server import Server
+
+RUNTIMES = (imports, go_init, jvm_classes)
+WHY_NOT = {
+    "imports": "profiled for stdio servers whose tree runs a Python interpreter, or whose "
+               "program is a Go executable, only",
+    "classes": "read for stdio servers whose tree runs a JVM (java) only",
+}
+"""Each profile block (a RUNTIMES module's BLOCK) and the reason a server lacks it."""
+
+
+def chosen(server: Server):
+    """The RUNTIMES module that profiles ``server``'s start, else None; the blocks it does
+    not fill are marked not measured with WHY_NOT's reason."""
+    runtime = next((r for r in RUNTIMES if r.applies(server)), None)
+    for block, reason in WHY_NOT.items():
+        if runtime is None or block != runtime.BLOCK:
+            server.row.skip_block(block, reason)
+    return runtime

@@ -1,0 +1,121 @@
+"""What a JVM server loads before it answers: a few extra cold starts with the JVM's unified
+logging of class loading on (``-Xlog:class+load`` with the ``uptime`` decoration, given
+through ``JAVA_TOOL_OPTIONS``, which every HotSpot JVM of the tree reads at its start; JDK
+documentation, "java: Enable Logging with the JVM Unified Logging Framework" and "JDK Tool
+Specifications: JAVA_TOOL_OPTIONS"), after the counted cold starts and never among them,
+each shown against the unlogged median. The log file is read at the initialize answer: the
+classes loaded before it, per source (each application jar, the JDK's classes from its
+class-data-sharing archive or its modules, classes defined at run time), the JVM's uptime at
+its first class (the JVM's own start) and at the last one before the answer.
+
+A server qualifies when a process of its stdio tree was a JVM (command name ``java``) in its
+cold starts' usage (usage.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import tempfile
+
+from ..transports.session import SessionError
+from . import imports
+from .profiled import profiled_start
+from .server import Server
+from .settings import Settings
+
+BLOCK = "classes"
+"""The results block this profile fills."""
+RUNS = imports.RUNS
+LINE = re.compile(r"^\[([0-9.]+)s\]\s+(\S+) source: (.+)$")
+"""One line of ``-Xlog:class+load`` with the uptime decoration: uptime in seconds, the
+class's name, its source (HotSpot, classfile/klassFactory and classLoader logging)."""
+JDK, GENERATED = "(JDK)", "(defined at run time)"
+JAVA = re.compile(r"java")
+
+
+def source_of(source: str) -> str:
+    """A class's source as a row: a jar by its file name, JDK for the class-data-sharing
+    archive ("shared objects file") and the run-time image (``jrt:/module``), GENERATED for
+    the rest (lambda forms, proxies: a source that is a class or a JVM marker)."""
+    if source.startswith("shared objects file") or source.startswith("jrt:/"):
+        return JDK
+    if source.startswith("file:"):
+        path = source[len("file:"):]
+        return os.path.basename(path.rstrip("/")) or path
+    return GENERATED
+
+
+def parse(text: str) -> dict:
+    """One start's log read to the answer: ``{classes, first_ms, last_ms, sources: {name:
+    count}}`` (uptimes in ms; a line still being written when the file was read, without
+    its newline, is not counted)."""
+    times, sources = [], {}
+    for line in text.split("\n")[:-1]:  # the last is empty, or a line still being written
+        found = LINE.match(line)
+        if not found:
+            continue
+        times.append(float(found[1]) * 1000)
+        name = source_of(found[3])
+        sources[name] = sources.get(name, 0) + 1
+    return {"classes": len(times), "first_ms": min(times, default=None),
+            "last_ms": max(times, default=None), "sources": sources}
+
+
+def block(starts: list[tuple[float, dict]], uninstrumented_ms: float | None) -> dict:
+    """The row's ``classes`` block (docs/results.md#classes): ``{runs, instrumented_ms,
+    uninstrumented_ms, classes, first_class_ms, last_class_ms, sources: [{name, classes,
+    jdk}]}``, medians over the starts (a source absent from a start counts 0 there), the
+    sources by class count, largest first."""
+    med = statistics.median
+    names = list(dict.fromkeys(n for _, found in starts for n in found["sources"]))
+    sources = [{"name": name, "classes": med(f["sources"].get(name, 0) for _, f in starts),
+                "jdk": name == JDK} for name in names]
+    return {"runs": len(starts), "instrumented_ms": med(ms for ms, _ in starts),
+            "uninstrumented_ms": uninstrumented_ms,
+            "classes": med(f["classes"] for _, f in starts),
+            "first_class_ms": med(f["first_ms"] for _, f in starts),
+            "last_class_ms": med(f["last_ms"] for _, f in starts),
+            "sources": sorted(sources, key=lambda s: -s["classes"])}
+
+
+def applies(server: Server) -> bool:
+    """A stdio server a process of whose tree was a JVM in its cold starts."""
+    return server.transport == "stdio" and any(
+        JAVA.fullmatch(p["name"]) for p in (server.row.start_usage or {}).get("processes", []))
+
+
+def measure(server: Server, settings: Settings) -> None:
+    """The ``classes`` block of a server that ``applies``: RUNS logged starts. A start
+    without an answer or without a logged class leaves the block out with the cause
+    (``not_measured["classes"]``); the row is not failed."""
+    starts = []
+    with tempfile.TemporaryDirectory(prefix="mcpstart-classes-") as folder:
+        try:
+            for index in range(RUNS):
+                log = os.path.join(folder, f"{index}.log")
+                env = {"JAVA_TOOL_OPTIONS": " ".join(filter(None, [
+                    server.command.environment().get("JAVA_TOOL_OPTIONS"),
+                    f"-Xlog:class+load:file={log}:uptime"]))}
+                ms, _, text = profiled_start(server.command, settings, env,
+                                             lambda _p, log=log: _read(log),
+                                             server.before_spawn)
+                found = parse(text)
+                if not found["classes"]:
+                    raise RuntimeError("no class+load line before the initialize answer "
+                                       "(not a HotSpot JVM, or JAVA_TOOL_OPTIONS ignored)")
+                starts.append((ms, found))
+        except (SessionError, RuntimeError) as err:
+            server.row.skip_block("classes", f"class loading log: {err}")
+            return
+    server.row.classes = block(starts, (server.row.handshake_ms or {}).get("median"))
+
+
+def _read(path: str) -> str:
+    """The log as written so far ("" before the JVM created it)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read()
+    except FileNotFoundError:
+        return ""
