@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpstart.measure.footprint import (KEYS, debug_info, lock_count, measure_footprint,
+from mcpstart.measure.footprint import (KEYS, debug_info, elf_sections, lock_count,
+                                        measure_footprint,
                                         parse_cargo_tree, parse_maven_list, tool_lines,
                                         tree_bytes)
 from mcpstart.targets.build import ensure_built
@@ -81,6 +82,7 @@ def test_minimal_recipe_says_why_each_figure_is_missing(tmp_path):
         "build_cached": "the recipe has no [build]",
         "artifact_bytes": "the recipe has no [artifact]",
         "debug_info": "the recipe has no [artifact]",
+        "sections": "the recipe has no [artifact]",
         "tool_lines": "the recipe names no tool_file",
         "dependency_count": "the recipe has no [dependencies]",
         "lock_count": "the recipe has no [dependencies]",
@@ -128,7 +130,8 @@ def test_built_toy_footprint_comes_from_its_build(tmp_path):
     assert block["build_s"] == build.build_s and block["build_cached"] is True
     assert block["artifact_bytes"] == len(server) and block["tool_lines"] == 2
     assert block["lock_count"] == 2 and block["dependency_count"] == 0
-    assert block["not_measured"] == {"debug_info": "no ELF file in the artifact (an interpreted server)"}
+    assert block["not_measured"] == dict.fromkeys(
+        ("debug_info", "sections"), "no ELF file in the artifact (an interpreted server)")
     assert warnings == []
 
 
@@ -220,8 +223,8 @@ def test_cargo_counts_crates_in_the_binary_for_the_host_only(tmp_path):
     assert block["lock_count"] == 0  # path crates have no source in Cargo.lock
 
 
-def test_debug_info_of_elf_files(tmp_path):
-    require_programs("cc", "strip")
+def test_debug_info_and_sections_of_elf_files(tmp_path):
+    require_programs("cc", "strip", "size")
     (tmp_path / "h.c").write_text("int main(void) { return 0; }\n")
     def cc(name: str, *flags: str) -> str:
         subprocess.run(["cc", *flags, "-o", name, "h.c"], cwd=tmp_path, check=True)
@@ -230,13 +233,23 @@ def test_debug_info_of_elf_files(tmp_path):
     stripped = cc("stripped", "-g")
     subprocess.run(["strip", stripped], check=True)
     script = str(tmp_path / "h.c")
-    assert debug_info([with_g]) is True
-    assert debug_info([compressed]) is True  # .zdebug_info
-    assert debug_info([plain]) is False
-    assert debug_info([stripped]) is False
-    assert debug_info([script]) is None
-    assert debug_info([script, plain, with_g]) is True
+    sections = {path: elf_sections([path]) for path in (with_g, plain, compressed, stripped)}
+    assert debug_info(sections[with_g]) is True
+    assert debug_info(sections[compressed]) is True  # .zdebug_info
+    assert debug_info(sections[plain]) is False
+    assert debug_info(sections[stripped]) is False
+    assert elf_sections([script]) is None
+    assert debug_info(elf_sections([script, plain, with_g])) is True
+    # binutils' size(1) in System V form: one "name size address" line per section
+    listed = subprocess.run(["size", "-A", plain], capture_output=True, text=True,
+                            check=True).stdout
+    by_size = {f[0]: int(f[1]) for f in (line.split() for line in listed.splitlines())
+               if len(f) == 3 and f[0].startswith(".") and int(f[1])}
+    tables = (".symtab", ".strtab", ".shstrtab")  # size(1) leaves the symbol and string tables out
+    assert {k: v for k, v in sections[plain].items() if k not in tables} == by_size
+    both = elf_sections([plain, stripped])
+    assert both[".text"] == sections[plain][".text"] + sections[stripped][".text"]
     broken = tmp_path / "broken"
     broken.write_bytes(b"\x7fELF" + b"\0" * 8)
     with pytest.raises(ValueError, match="not a readable ELF file"):
-        debug_info([str(broken)])
+        elf_sections([str(broken)])

@@ -115,7 +115,8 @@ def test_maven_method_counts_what_the_jar_loads(built):
     assert block["lock_count"] is None and block["debug_info"] is None
     assert block["not_measured"] == {
         "lock_count": "the recipe names no lock file",
-        "debug_info": "no ELF file in the artifact (an interpreted server)"}
+        "debug_info": "no ELF file in the artifact (an interpreted server)",
+        "sections": "no ELF file in the artifact (an interpreted server)"}
     # the dev tree holds what Maven downloaded: the jars, their poms, Maven's plugins
     assert block["dev_tree_bytes"] > tree_bytes([str(built.folder / "m2")]) > 10 * MIB
 

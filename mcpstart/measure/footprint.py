@@ -17,7 +17,7 @@ from .. import warnings as warn
 from ..targets.build import Build, tree_bytes
 
 KEYS = ("artifact_bytes", "dev_tree_bytes", "dependency_count", "lock_count", "tool_lines",
-        "build_s", "build_cached", "debug_info")
+        "build_s", "build_cached", "debug_info", "sections")
 NOT_SHIPPED_PYTHON = {"pip", "setuptools", "wheel"}
 
 
@@ -180,10 +180,10 @@ def artifact_files(build: Build) -> list[str]:
                   if os.path.isfile(path) and not any(fnmatch.fnmatch(path, e) for e in exclude))
 
 
-def debug_info(paths: list[str]) -> bool | None:
-    """Whether the ELF files among ``paths`` carry DWARF debug information, a ``.debug_info``
-    section (or ``.zdebug_info``, the old compressed form): True if any does, False if none
-    does, None if no path is an ELF file (an interpreted server's source, a script).
+def elf_sections(paths: list[str]) -> dict[str, int] | None:
+    """The sections of the ELF files among ``paths``, by name, their sizes summed over the
+    files (``sh_size`` in bytes: a ``.bss`` section's is the memory it takes, not file bytes),
+    largest first; None if no path is an ELF file (an interpreted server's source, a script).
 
     Read with pyelftools, a maintained pure-Python ELF reader, rather than by hand: section
     names sit in a string table that only the section headers locate, in either word size
@@ -201,14 +201,20 @@ def debug_info(paths: list[str]) -> bool | None:
             if file.read(4) != b"\x7fELF":
                 continue
             file.seek(0)
+            found = found or {}
             try:
-                elf = ELFFile(file)
-                has = any(elf.get_section_by_name(n) is not None
-                          for n in (".debug_info", ".zdebug_info"))
+                for section in ELFFile(file).iter_sections():
+                    if section.name and section["sh_size"]:
+                        found[section.name] = found.get(section.name, 0) + section["sh_size"]
             except ELFError as err:
                 raise ValueError(f"{path}: not a readable ELF file: {err}") from err
-        found = bool(found) or has
-    return found
+    return None if found is None else dict(sorted(found.items(), key=lambda kv: -kv[1]))
+
+
+def debug_info(sections: dict[str, int]) -> bool:
+    """Whether ELF ``sections`` (elf_sections) carry DWARF debug information: a
+    ``.debug_info`` section (or ``.zdebug_info``, the old compressed form)."""
+    return any(name in sections for name in (".debug_info", ".zdebug_info"))
 
 
 def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, list[dict]]:
@@ -218,7 +224,8 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
 
     Returns:
         ``({artifact_bytes, dev_tree_bytes, dependency_count, lock_count, tool_lines,
-        build_s, build_cached, debug_info, not_measured, packages}, sdk_version, warnings)``
+        build_s, build_cached, debug_info, sections, not_measured, packages}, sdk_version,
+        warnings)`` (``sections``: elf_sections of the artifact's files)
         (``packages``: the shipped (name, version) pairs, absent when not counted). A figure
         that does not apply (the recipe has no ``[build]``, ``[artifact]``,
         ``[dependencies]``, lock file or ``tool_file``; no ELF file for ``debug_info``) is
@@ -250,13 +257,17 @@ def measure_footprint(build: Build, cached: bool) -> tuple[dict, str | None, lis
                      build_cached=cached)
 
     if not recipe.artifact_include:
-        absent(("artifact_bytes", "debug_info"), "the recipe has no [artifact]")
+        absent(("artifact_bytes", "debug_info", "sections"), "the recipe has no [artifact]")
     else:
         attempt("artifact_bytes", lambda: tree_bytes(
             [build.path(p) for p in recipe.artifact_include],
             [build.path(p) for p in recipe.artifact_exclude]))
-        if attempt("debug_info", lambda: debug_info(artifact_files(build))) and block["debug_info"] is None:
-            absent(("debug_info",), "no ELF file in the artifact (an interpreted server)")
+        if attempt("sections", lambda: elf_sections(artifact_files(build))):
+            if block["sections"] is None:
+                absent(("debug_info", "sections"),
+                       "no ELF file in the artifact (an interpreted server)")
+            else:
+                block["debug_info"] = debug_info(block["sections"])
 
     if recipe.tool_file:
         attempt("tool_lines", lambda: tool_lines(recipe.source_dir / recipe.tool_file))

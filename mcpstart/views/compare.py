@@ -13,7 +13,7 @@ from .. import warnings as warn
 from ..defaults import ALPHA, CALLS_NOISE_MS, MEMORY_NOISE_PCT, THRESHOLDS_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
-from . import start_change
+from . import build_change, start_change
 from .table import fmt_mib
 
 FAMILIES = tuple(THRESHOLDS_PCT)
@@ -102,6 +102,9 @@ class Comparison:
     start_changes: list[dict] = field(default_factory=list)
     """Per server with start blocks on both sides, what changed in its start
     (``start_change.start_change``): shown, never gated."""
+    build_changes: list[dict] = field(default_factory=list)
+    """Per server, the packages and binary sections that changed (``build_change.
+    build_change``): shown, never gated."""
 
     @property
     def regressions(self) -> list[Row]:
@@ -372,6 +375,8 @@ def compare(old: dict, new: dict, thresholds: dict[str, float] | None = None,
         change = start_change.start_change(name, old_row, new_row, thresholds["time"])
         if change:
             comparison.start_changes.append(change)
+        if built := build_change.build_change(name, old_row, new_row):
+            comparison.build_changes.append(built)
     return comparison
 
 
@@ -479,6 +484,8 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
     lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)
                  if table else f"No server appears in both files (paired by "
                                f"{comparison.pair}): nothing was compared.")
+    for change in comparison.build_changes:
+        lines += [""] + build_change.render(change)
     for change in comparison.start_changes:
         lines += [""] + start_change.render(change)
     if comparison.start_changes:
@@ -513,8 +520,9 @@ def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW"
     "regression", "server missing", "no server in common"), ``exit_status``, ``old``,
     ``new``, ``rules`` {``alpha``, ``thresholds_pct``, ``memory_noise_pct``, ``pair``},
     ``rows`` (each Row's fields, ``verdict`` being the metric's decision), ``regressions``
-    (``[{server, metric}]``), ``only_old``, ``only_new``, ``notes`` and ``start_changes``
-    (``start_change.start_change`` per server)."""
+    (``[{server, metric}]``), ``only_old``, ``only_new``, ``notes``, ``start_changes``
+    (``start_change.start_change`` per server) and ``build_changes`` (``build_change.
+    build_change`` per server)."""
     return json.dumps({
         "verdict": comparison.verdict, "exit_status": comparison.exit_status,
         "old": old_name, "new": new_name,
@@ -525,4 +533,5 @@ def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW"
                         for r in comparison.regressions],
         "only_old": comparison.only_old, "only_new": comparison.only_new,
         "notes": comparison.notes, "start_changes": comparison.start_changes,
+        "build_changes": comparison.build_changes,
     }, indent=2, allow_nan=False) + "\n"
