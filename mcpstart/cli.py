@@ -153,10 +153,12 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     """``engine.<work>`` of the job the options name (Settings fields by name, ``settings``)
     under a progress display; ``show(outcome, display)`` prints it; then says where the
     results went and exits (1: a server failed)."""
+    from contextlib import ExitStack
+
     from . import engine
     from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
-    from .runs import keep, output_for, refuse_overwrite
+    from .runs import claimed, keep, output_for, refuse_overwrite
 
     argv = redact_argv(click.get_current_context().meta["mcpstart.argv"])
     given, force, configs = kw["output"], kw.pop("force"), kw["configs"]
@@ -167,7 +169,10 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
         _input(refuse_overwrite, kw["exports"].targets.values(), force, [*configs, *own])
     from .views.progress import Display
 
-    with Display(quiet=quiet) as display:
+    with ExitStack() as stack:
+        if path:  # before the earlier run moves into the store: a concurrent run is refused
+            _input(stack.enter_context, claimed(path))
+        display = stack.enter_context(Display(quiet=quiet))
         job = _input(engine.job_for, command, kw, Settings.from_options(BASE, kw, **settings),
                      argv, _progress, *plan)
         if given is None and path and (kept := _input(keep, path)):  # the input is valid

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .defaults import OUTPUT
@@ -57,6 +59,46 @@ def keep(path: Path) -> Path | None:
         raise ValueError(f"cannot keep the previous run in {str(folder)!r}: "
                          f"{err.strerror or err}") from err
     return target
+
+
+@contextmanager
+def claimed(path: Path) -> Iterator[None]:
+    """The run's claim on its results file ``path`` while the block runs: a lock file beside
+    it (``NAME.lock``, created only where none exists, holding this process's pid), removed
+    at the end, so that a second run writing the same file in the meantime (two terminals, a
+    CI matrix sharing a folder) is refused instead of replacing the first run's results. A
+    lock whose process no longer exists (a run killed by SIGKILL) is taken over.
+
+    Raises:
+        ValueError: another live process holds the lock (the message names it), or the
+            lock cannot be made (the folder is not writable: the message says which).
+    """
+    import psutil
+
+    lock = path.with_name(path.name + ".lock")
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            try:
+                holder = int(lock.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder and holder != os.getpid() and psutil.pid_exists(holder):
+                raise ValueError(f"another mcpstart run (pid {holder}) is writing "
+                                 f"{str(path)!r}: wait for it to end, or give -o another "
+                                 f"file (a stale claim: remove {str(lock)!r})") from None
+            lock.unlink(missing_ok=True)  # its run is gone: take the claim over
+        except OSError as err:
+            raise ValueError(f"cannot claim {str(path)!r} for this run ({str(lock)!r}): "
+                             f"{err.strerror or err}") from err
+    with os.fdopen(fd, "w") as file:
+        file.write(f"{os.getpid()}\n")
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def refuse_overwrite(outputs, force: bool, inputs=(), note: str = "") -> None:

@@ -417,3 +417,34 @@ def test_a_valid_run_moves_the_previous_results_file_into_the_store(scripted, tm
     assert Path("mcpstart-runs/0001.json").read_bytes() == before.read_bytes()
     assert [s["name"] for s in json.loads(Path("mcpstart-results.json").read_text())["servers"]] \
         == ["good"]
+
+
+def test_a_second_run_writing_the_same_results_file_is_refused(scripted, tmp_path,
+                                                               monkeypatch):
+    """A live process's claim on mcpstart-results.json refuses the run at once (exit 2,
+    nothing moved into the store, nothing written); a dead process's claim is taken over and
+    the claim is gone after the run."""
+    import subprocess
+    import sys
+    repo(tmp_path, {"good": []})
+    monkeypatch.chdir(tmp_path)
+    before = Path(__file__).parent / "fixtures" / "results" / "startup.json"
+    Path("mcpstart-results.json").write_bytes(before.read_bytes())
+    args = ["measure", "--recipes", "build-recipes", "--cache-dir", "cache", "--runs", "1",
+            "--warmup", "0"]
+    other = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(60)"])
+    try:
+        Path("mcpstart-results.json.lock").write_text(f"{other.pid}\n")
+        refused = CliRunner().invoke(main, args)
+    finally:
+        other.kill()
+        other.wait()
+    assert refused.exit_code == 2
+    assert f"another mcpstart run (pid {other.pid}) is writing 'mcpstart-results.json'" \
+        in refused.stderr
+    assert not Path("mcpstart-runs").exists()
+    assert Path("mcpstart-results.json").read_bytes() == before.read_bytes()
+    taken = CliRunner().invoke(main, args)  # the lock's process is gone: a stale claim
+    assert taken.exit_code == 0, taken.output
+    assert Path("mcpstart-runs/0001.json").read_bytes() == before.read_bytes()
+    assert not Path("mcpstart-results.json.lock").exists()
