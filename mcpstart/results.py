@@ -102,6 +102,11 @@ class ServerResult:
                                            if isinstance(w, dict)):
             self.warnings.append(warn.failure(reason))
 
+    def cold_start_median(self) -> float | None:
+        """The median ms from spawn to the initialize answer so far: ``handshake_ms``'s, or an
+        HTTP server's ``http.start_ms.initialize``'s; None before any counted run."""
+        return cold_start_median({"handshake_ms": self.handshake_ms, "http": self.http})
+
     def skip_block(self, block: str, reason: str) -> None:
         """Record why ``block`` is not measured for this server (shown as "n/a")."""
         self.not_measured[block] = reason
@@ -373,6 +378,12 @@ def name_of(server: dict) -> str:
 def number_or_none(value) -> float | None:
     """``value`` when it is a finite JSON number (not a bool), else None."""
     return value if is_number(value) else None
+
+
+def cold_start_median(row: dict) -> float | None:
+    """A results row's median ms from spawn to the initialize answer: ``handshake_ms``'s,
+    or an HTTP server's ``http.start_ms.initialize``'s (None when neither was measured)."""
+    return dig(row, "handshake_ms.median") or dig(row, "http.start_ms.initialize.median")
 
 
 def number(value) -> float:

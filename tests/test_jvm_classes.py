@@ -52,7 +52,7 @@ def test_each_server_gets_one_runtime_and_the_other_blocks_say_why():
     assert attribution.chosen(python) is imports
     assert python.row.not_measured == {"classes": attribution.WHY_NOT["classes"]}
     assert attribution.chosen(sh) is None and set(sh.row.not_measured) == {"imports", "classes"}
-    assert attribution.chosen(_Server(["java"], transport="http")) is None
+    assert attribution.chosen(_Server(["java"], transport="http")) is jvm_classes
     assert go_init.BLOCK == "imports" and set(attribution.WHY_NOT) == {
         r.BLOCK for r in attribution.RUNTIMES}
 

@@ -10,9 +10,9 @@ from .server import Server
 
 RUNTIMES = (imports, go_init, jvm_classes)
 WHY_NOT = {
-    "imports": "profiled for stdio servers whose tree runs a Python interpreter, or whose "
-               "program is a Go executable, only",
-    "classes": "read for stdio servers whose tree runs a JVM (java) only",
+    "imports": "profiled for servers whose tree runs a Python interpreter, or whose program "
+               "is a Go executable, only",
+    "classes": "read for servers whose tree runs a JVM (java) only",
 }
 """Each profile block (a RUNTIMES module's BLOCK) and the reason a server lacks it."""
 

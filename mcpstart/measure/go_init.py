@@ -8,7 +8,7 @@ author adds, upgrades or drops, as a Python distribution is): the modules named 
 binary's own build information, the standard library by Go's rule that its import paths'
 first element has no dot, the main module by its path.
 
-A server qualifies when it runs over stdio and its command's program (argv[0], looked up in
+A server (stdio or HTTP) qualifies when its command's program (argv[0], looked up in
 its PATH) is a Go executable: an ELF file with a ``.go.buildinfo`` section. A Go program
 started through a launcher (``go run``, a shell) is not traced: the launcher's own Go
 runtime would trace too.
@@ -156,9 +156,8 @@ def package_rows(traces: list[list[dict]], info: dict) -> list[dict]:
 
 
 def applies(server: Server) -> bool:
-    """A stdio server whose program is a Go executable (module doc)."""
-    return (server.transport == "stdio" and server.command is not None
-            and go_executable(server.command) is not None)
+    """A server whose program is a Go executable (module doc)."""
+    return server.command is not None and go_executable(server.command) is not None
 
 
 def measure(server: Server, settings: Settings) -> None:
@@ -169,8 +168,8 @@ def measure(server: Server, settings: Settings) -> None:
     traces, starts = [], []
     try:
         for _ in range(RUNS):
-            ms, text, _ = profiled_start(server.command, settings, ENV, lambda _p: None,
-                                         server.before_spawn)
+            ms, text, _ = profiled_start(server.command, server.spawning(settings), ENV,
+                                         lambda _p: None, server.before_spawn)
             trace = parse(text)
             if not trace:
                 raise RuntimeError("no inittrace line before the initialize answer "
@@ -181,6 +180,6 @@ def measure(server: Server, settings: Settings) -> None:
         server.row.skip_block("imports", f"package init trace: {err}")
         return
     env = {"classifiers": {}, "main": info["main"]}
-    block = imports.block(starts, env, (server.row.handshake_ms or {}).get("median"),
+    block = imports.block(starts, env, server.row.cold_start_median(),
                           server.transport, runtime="go")
     server.row.imports = {**block, "packages": package_rows(traces, info)}

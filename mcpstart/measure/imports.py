@@ -8,8 +8,9 @@ distribution, the package that owns each top-level module by the environment's o
 server's environment), self and cumulative.
 
 A server qualifies when a process of its tree is a Python interpreter by command name
-(PYTHON) in its cold starts' usage (usage.py): ``applies``. Read on stdio servers (their stderr is read
-whole); an HTTP server's output is one log file of which mcpstart keeps a tail only.
+(PYTHON) in its cold starts' usage (usage.py): ``applies``; a stdio server's stderr and an HTTP
+server's log (stdout and stderr) are read whole (Transport.log_text). The transport finding
+(``other_transport``) is a stdio server's: an HTTP server's HTTP packages are its transport.
 """
 
 from __future__ import annotations
@@ -130,9 +131,9 @@ def provides_http(classifiers: list[str]) -> bool:
 
 
 def applies(server: Server) -> bool:
-    """A stdio server a process of whose tree was a Python interpreter in its cold starts."""
-    return server.transport == "stdio" and any(
-        PYTHON.fullmatch(p["name"]) for p in (server.row.start_usage or {}).get("processes", []))
+    """A server a process of whose tree was a Python interpreter in its cold starts."""
+    return any(PYTHON.fullmatch(p["name"])
+               for p in (server.row.start_usage or {}).get("processes", []))
 
 
 def python_interpreter(processes: ProcessSet) -> dict | None:
@@ -240,7 +241,8 @@ def measure(server: Server, settings: Settings) -> None:
     starts, interpreter = [], None
     try:
         for _ in range(RUNS):
-            ms, text, found = profiled_start(server.command, settings, ENV, python_interpreter,
+            ms, text, found = profiled_start(server.command, server.spawning(settings), ENV,
+                                             python_interpreter,
                                              server.before_spawn)
             interpreter = interpreter or found
             starts.append((ms, parse(text)))
@@ -251,4 +253,4 @@ def measure(server: Server, settings: Settings) -> None:
         server.row.skip_block("imports", f"import profile: {err}")
         return
     server.row.imports = block([(ms, attribute(roots, env)) for ms, roots in starts], env,
-                               (server.row.handshake_ms or {}).get("median"), server.transport)
+                               server.row.cold_start_median(), server.transport)

@@ -8,7 +8,7 @@ classes loaded before it, per source (each application jar, the JDK's classes fr
 class-data-sharing archive or its modules, classes defined at run time), the JVM's uptime at
 its first class (the JVM's own start) and at the last one before the answer.
 
-A server qualifies when a process of its stdio tree was a JVM (command name ``java``) in its
+A server (stdio or HTTP) qualifies when a process of its tree was a JVM (command name ``java``) in its
 cold starts' usage (usage.py).
 """
 
@@ -81,9 +81,9 @@ def block(starts: list[tuple[float, dict]], uninstrumented_ms: float | None) -> 
 
 
 def applies(server: Server) -> bool:
-    """A stdio server a process of whose tree was a JVM in its cold starts."""
-    return server.transport == "stdio" and any(
-        JAVA.fullmatch(p["name"]) for p in (server.row.start_usage or {}).get("processes", []))
+    """A server a process of whose tree was a JVM in its cold starts."""
+    return any(JAVA.fullmatch(p["name"])
+               for p in (server.row.start_usage or {}).get("processes", []))
 
 
 def measure(server: Server, settings: Settings) -> None:
@@ -98,7 +98,7 @@ def measure(server: Server, settings: Settings) -> None:
                 env = {"JAVA_TOOL_OPTIONS": " ".join(filter(None, [
                     server.command.environment().get("JAVA_TOOL_OPTIONS"),
                     f"-Xlog:class+load:file={log}:uptime"]))}
-                ms, _, text = profiled_start(server.command, settings, env,
+                ms, _, text = profiled_start(server.command, server.spawning(settings), env,
                                              lambda _p, log=log: _read(log),
                                              server.before_spawn)
                 found = parse(text)
@@ -109,7 +109,7 @@ def measure(server: Server, settings: Settings) -> None:
         except (SessionError, RuntimeError) as err:
             server.row.skip_block("classes", f"class loading log: {err}")
             return
-    server.row.classes = block(starts, (server.row.handshake_ms or {}).get("median"))
+    server.row.classes = block(starts, server.row.cold_start_median())
 
 
 def _read(path: str) -> str:

@@ -29,17 +29,16 @@ def profiled_start(command: Command, settings: Settings, env: dict[str, str],
     called with the server's process set while the tree is still alive.
 
     Returns:
-        ``(handshake ms, stderr written before the answer, at_answer's value)``.
+        ``(handshake ms, what the server wrote on its diagnostic output before the answer
+        (Transport.log_text: stdio its stderr; HTTP its log of stdout and stderr),
+        at_answer's value)``.
 
     Raises:
         SessionError: no valid initialize answer.
     """
-    transports = []
-
     def keeping(command):
         transport = settings.spawner(command)
-        transport.stderr_log = []
-        transports.append(transport)
+        transport.stderr_log = []  # a stdio transport keeps its stderr whole
         return transport
 
     command = replace(command, env={**command.env, **env})
@@ -48,11 +47,6 @@ def profiled_start(command: Command, settings: Settings, env: dict[str, str],
                        before_spawn=before_spawn) as (session,):
         response = session.wait(1, settings.timeout_s)
         ms = elapsed_ms(session.t0_ns, response.at_ns)
-        log = session.transport.stderr_log
-        while True:  # what was written before the answer and is still in the pipe
-            size = len(log)
-            session.transport.drain()
-            if len(log) == size:
-                break
+        text = session.transport.log_text()
         found = at_answer(session.processes)
-    return ms, b"".join(log).decode("utf-8", errors="replace"), found
+    return ms, text, found

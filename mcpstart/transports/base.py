@@ -161,6 +161,12 @@ class Transport(ABC):
     def stderr_tail(self) -> str:
         """The last ~2000 bytes of the server's diagnostic output, decoded leniently."""
 
+    def log_text(self) -> str:
+        """Everything the server has written on its diagnostic output so far, decoded
+        leniently, where the transport keeps it whole (stdio: once ``stderr_log`` was set
+        before the spawn; HTTP: its one log file of stdout and stderr); else its tail."""
+        return self.stderr_tail()
+
     @abstractmethod
     def shutdown(self, grace_s: float) -> Ended:
         """End the server as the MCP specification says and release everything: close its

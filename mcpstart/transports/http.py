@@ -1274,6 +1274,13 @@ class HttpTransport(Transport):
         text = os.pread(self._log, LOG_TAIL_BYTES, max(size - LOG_TAIL_BYTES, 0))
         return text.decode("utf-8", errors="replace")
 
+    def log_text(self) -> str:
+        """Everything the server wrote on stdout and stderr so far (its one log file)."""
+        if self._log < 0:
+            return ""
+        return os.pread(self._log, os.fstat(self._log).st_size, 0).decode(
+            "utf-8", errors="replace")
+
     def _leave(self, grace_s: float, exited: bool) -> None:
         """The client's part of a shutdown: the session ended (DELETE, at most
         ``min(grace_s, 1)`` s) unless the server has ``exited``, every connection closed and

@@ -449,6 +449,17 @@ class StdioTransport(Transport):
         text = b"".join(self._stderr_tail)[-STDERR_TAIL_BYTES:]
         return text.decode("utf-8", errors="replace")
 
+    def log_text(self) -> str:
+        """What the server wrote to stderr, whole when ``stderr_log`` was set before the
+        spawn (base.Transport.log_text), with what its pipe holds now read first."""
+        if self.stderr_log is None:
+            return self.stderr_tail()
+        while True:
+            size = len(self.stderr_log)
+            self.drain()
+            if len(self.stderr_log) == size:
+                return b"".join(self.stderr_log).decode("utf-8", errors="replace")
+
     def exit(self) -> Exit | None:
         """How the spawned process ended (its code once mcpstart reaped it), or None."""
         if self._exited_ns is None:

@@ -5,7 +5,7 @@ table's rows show."""
 
 from __future__ import annotations
 
-from ..results import dig, name_of, servers
+from ..results import cold_start_median, dig, name_of, servers
 from .table import cpu_split, fmt_mib, fmt_ms, other_transport
 
 def why(doc: dict, name: str | None = None) -> str:
@@ -23,7 +23,9 @@ def why(doc: dict, name: str | None = None) -> str:
         raise ValueError(f"no server {name!r} in the file (it holds {names})" if not rows else
                          f"{name_of(rows[0])} has no start breakdown "
                          f"(measured with --no-attribution, or it never started)")
-    lines = [f"{name_of(row)}: cold start median {fmt_ms(dig(row, 'handshake_ms.median'))} ms"]
+    median = cold_start_median(row)
+    lines = [f"{name_of(row)}: cold start median "
+             f"{'-' if median is None else fmt_ms(median)} ms"]
     usage = row.get("start_usage")
     if usage:
         lines.append(f"  {cpu_split(None, row) or 'CPU unknown'}")
