@@ -90,7 +90,7 @@ def main() -> None:
                     if side == "hand":
                         theirs.append(by_hand(command.argv, command.cwd, modules))
                         continue
-                    ms, text, _ = profiled_start(command, settings, go_init.ENV,
+                    ms, text, _ = profiled_start(command, settings, go_init.traced_env(command),
                                                  lambda _p: None)
                     found = go_init.attribute(go_init.parse(text), info)
                     over += found["import_ms"] > ms

@@ -81,3 +81,10 @@ def test_build_info_reads_the_inline_module_lines():
     old = bytearray(section("go1.24.0", mod))
     old[15] = 0  # pointers to the strings, not the strings: before Go 1.18
     assert go_init.parse_build_info(bytes(old)) is None
+
+
+def test_the_trace_is_added_to_the_servers_own_godebug():
+    from mcpstart.command import Command
+    assert go_init.traced_env(Command(["s"], env={"GODEBUG": "http2client=0"})) == {
+        "GODEBUG": "http2client=0,inittrace=1"}
+    assert go_init.traced_env(Command(["s"], base_env={})) == {"GODEBUG": "inittrace=1"}

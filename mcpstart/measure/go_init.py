@@ -34,7 +34,15 @@ from .settings import Settings
 BLOCK = "imports"
 """The results block this profile fills."""
 RUNS = imports.RUNS
-ENV = {"GODEBUG": "inittrace=1"}
+TRACE = "inittrace=1"
+
+
+def traced_env(command: Command) -> dict[str, str]:
+    """GODEBUG with TRACE added to what the server's environment already sets (a
+    comma-separated list of settings: runtime package documentation)."""
+    before = command.environment().get("GODEBUG", "")
+    return {"GODEBUG": f"{before},{TRACE}" if before else TRACE}
+
 LINE = re.compile(r"init (\S+) @([0-9.]+) ms, ([0-9.]+) ms clock, (\d+) bytes, (\d+) allocs")
 """One line of the trace (runtime/proc.go, doInit1 under inittrace): package, start since the
 runtime's start (ms), init clock time (ms), bytes and allocations."""
@@ -168,7 +176,8 @@ def measure(server: Server, settings: Settings) -> None:
     traces, starts = [], []
     try:
         for _ in range(RUNS):
-            ms, text, _ = profiled_start(server.command, server.spawning(settings), ENV,
+            ms, text, _ = profiled_start(server.command, server.spawning(settings),
+                                         traced_env(server.command),
                                          lambda _p: None, server.before_spawn)
             trace = parse(text)
             if not trace:
