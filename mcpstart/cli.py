@@ -278,7 +278,11 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
         help="cold: evict the server's files from the page cache before every run."),
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
     opt("--attribution/--no-attribution", default=True,
-        help="Where each start goes: CPU and waits, a Python server's imports."),
+        help="Where each start goes: CPU and waits; Python imports, Go package inits, JVM "
+             "classes."),
+    opt("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), metavar="MIB",
+        help="Each spawned server in a memory cgroup of its own limited to MIB, as in a "
+             "container (Linux; the row says when none can be set)."),
     probe_opt, opt("--budget", check=_lib(".measure.startup:parse_limits"), metavar="S,...",
                    help="Startup limits of an all-at-once start (several named: 3,10,30,60)."),
     opt("--sessions", type=click.IntRange(2, 64), metavar="N", help="Also N of each at once."),
@@ -315,7 +319,9 @@ def measure(command, quiet, fmt, full, **kw) -> None:
         shown = outcome.shown()
         display.outcomes(shown.to_dict()["servers"])
         _show([shown], fmt, full, exports)
-    _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call)
+    mib = kw.pop("memory_limit_mib")
+    _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call,
+         memory_limit_bytes=mib * 2**20 if mib else None)
 
 
 @main.command(short_help="Which protocol revisions each server speaks (the revision matrix).",

@@ -90,6 +90,9 @@ class ServerResult:
     classes: dict | None = None
     """A JVM server's classes loaded before its answer, per source (measure/jvm_classes.py;
     docs/results.md#classes)."""
+    memory_limit: dict | None = None
+    """The server's memory cgroup with --memory-limit: ``{bytes, cgroup, cgroup_version,
+    oom_kills, peak_bytes}`` (measure/limits.py; docs/results.md)."""
     orphans: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
 

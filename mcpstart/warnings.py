@@ -37,7 +37,8 @@ class Kind(StrEnum):
     PAGING = "paging"
     """tools/list paging was stopped (a cursor that repeats, or too many pages)."""
     MEMORY = "memory"
-    """idle memory did not settle, or a peak fell below the idle figure."""
+    """idle memory did not settle, a peak fell below the idle figure, or the OOM killer ended
+    a process of the server at its memory limit (--memory-limit) while its row stood."""
     PROTOCOL = "protocol"
     """about the protocol revision: negotiated otherwise than asked, varying, negotiated yet
     not found supported by the revision matrix, or a discover answer that does not count as
@@ -166,6 +167,10 @@ def peak_below_idle(peak_bytes: int, idle_bytes: int, gone: list[str]) -> dict:
                                 f"below the idle RSS ({idle_bytes / 2**20:.1f} MiB): "
                                 f"{', '.join(gone) or 'a process'} exited in between",
                    "memory.peak_rss_bytes_payload")
+
+
+def memory_limit_hit(said: str) -> dict:
+    return warning(Kind.MEMORY, said, "memory_limit")
 
 
 def discover_not_modern() -> dict:

@@ -11,6 +11,7 @@ Per-server figures are measured one server at a time, never two at once
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 from collections.abc import Callable
@@ -21,8 +22,8 @@ from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError, unanswered
 from ..wire import SMALL_TEXT, modern_request
-from . import (attribution, http_steps, launcher, machine, revisions, stdio_steps, tokens,
-               usage)
+from . import (attribution, http_steps, launcher, limits, machine, revisions, stdio_steps,
+               tokens, usage)
 from .cold import cold_start, modern_start
 from .matrix import first_start, matrix, none_supported
 from .server import Server, guard
@@ -88,6 +89,7 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
     order = settings.order or ("interleave" if len(servers) > 1 else "sequential")
     results = new_results(argv, settings, order, toolchains)
     results.servers = [s.row for s in servers]
+    limits.attach(servers, settings.memory_limit_bytes, f"{os.getpid()}")
     try:
         for server in servers:
             server.row.protocol = {"requested_revision": settings.requested_revision,
@@ -118,6 +120,8 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
                         server, settings.runs, name)
             on_update(results)
         raise
+    finally:
+        limits.detach(servers)
     return results
 
 
@@ -397,6 +401,7 @@ def _finish(server: Server, settings: Settings, env: dict,
     ``floor_of``), the traffic, the negotiated revision, the methods that failed, what was
     not measured."""
     row = server.row
+    limits.judge(server)
     row.warnings += series_warnings(*_headline(row), env.get("load_average"),
                                     env.get("cpu_count"), floor)
     revisions_seen = {r.get("negotiated_revision") for r in server.runs} - {None}

@@ -16,7 +16,7 @@ from ..results import ServerResult
 from ..targets.variants import source_record, stale_lock
 from ..transports.session import SessionError, Traffic
 from ..wire import ToolCall
-from . import launcher
+from . import launcher, limits
 from .client import Skips
 from .settings import Settings
 
@@ -52,6 +52,7 @@ class Server:
     headers: dict = field(default_factory=dict)
     load_allowed: bool = True
     ceiling_only: bool = False
+    memory_limit: limits.MemoryLimit | None = None
 
     @property
     def measurable(self) -> bool:
@@ -69,15 +70,20 @@ class Server:
         """``settings`` whose spawner makes this server's transport: ``settings.spawner``
         (stdio) as it is, or for an HTTP server ``settings.http_spawner`` on the spawned
         command (its endpoint at ``endpoint_path``, the process pinned to ``cpus``) or on
-        the URL, with the server's ``headers``."""
+        the URL, with the server's ``headers``; a spawned server enters its
+        ``memory_limit``'s cgroup."""
+        enter = self.memory_limit.wrap if self.memory_limit else (lambda command: command)
         if self.transport != "http":
-            return settings
+            if self.memory_limit is None:
+                return settings
+            return replace(settings, spawner=lambda command, make=settings.spawner: make(
+                enter(command)))
         make = settings.http_spawner
         if self.url is not None:
             return replace(settings, spawner=lambda _command: make(
                 url=self.url, headers=self.headers))
         return replace(settings, spawner=lambda command: make(
-            command, headers=self.headers, cpus=cpus, path=self.endpoint_path))
+            enter(command), headers=self.headers, cpus=cpus, path=self.endpoint_path))
 
     def small_call(self, settings: Settings) -> ToolCall | None:
         """The small call of the modern and dual-era series: ``settings.call`` or

@@ -69,8 +69,10 @@ class Settings:
         http_sessions: full sessions (initialize .. DELETE) timed per HTTP server, with the
             server's memory read before and after them.
         attribution: where each start goes (docs/startup.md): the tree's usage read at
-            every cold start's initialize answer (usage.py) and a Python server's profiled
-            starts (imports.py); False (--no-attribution): neither.
+            every cold start's initialize answer (usage.py) and the start-up profiles
+            (attribution.py); False (--no-attribution): neither.
+        memory_limit_bytes: each spawned server's memory cgroup limit (limits.py); None:
+            no limit.
     """
 
     runs: int = defaults.RUNS
@@ -104,6 +106,7 @@ class Settings:
     load_rate: float = defaults.LOAD_RATE
     http_sessions: int = defaults.HTTP_SESSIONS
     attribution: bool = True
+    memory_limit_bytes: int | None = None
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -133,7 +136,7 @@ class Settings:
             "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
-            "attribution": self.attribution,
+            "attribution": self.attribution, "memory_limit_bytes": self.memory_limit_bytes,
         }
 
 

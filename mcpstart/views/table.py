@@ -352,6 +352,14 @@ def top_packages(_value, server: dict, count: int = 3) -> str | None:
     return ", ".join(f"{d['name']} {fmt_ms(d['cumulative_ms'])}" for d in rows[:count]) or "none"
 
 
+def _memory_limit(value, server: dict) -> str:
+    """"1024 (0 OOM kills, peak 52.3)": the limit, the OOM killer's count in the server's
+    cgroup and the cgroup's high-water mark (page cache included), MiB."""
+    peak = dig(server, "memory_limit.peak_bytes")
+    return (f"{fmt_mib(value)} ({dig(server, 'memory_limit.oom_kills')} OOM kills"
+            + ("" if peak is None else f", peak {fmt_mib(peak)}") + ")")
+
+
 def top_jars(value, server: dict, count: int = 3) -> str:
     """"3,145 (JDK 1,402; jackson-databind-3.1.4.jar 577, reactor-core-3.7.0.jar 398)": the
     classes loaded before the answer, the JDK's share, and the jars with the most."""
@@ -511,6 +519,8 @@ ROWS: list[Row] = [
         _plain(fmt_mib)),
     Row("memory.peak_rss_bytes_payload", "peak RSS, {payload} call (MiB)", _peak,
         ("memory.peak_method",)),
+    Row("memory_limit.bytes", "memory limit (MiB; OOM kills, cgroup peak)", _memory_limit,
+        ("memory_limit.oom_kills", "memory_limit.peak_bytes")),
     Row("payload.round_trip_ms", "{payload} call round trip (ms)", _large_round_trip),
     Row("payload.response_bytes", "{payload} call's answer (MiB)", _plain(fmt_mib)),
     Row("payload.verified", "result verified ({payload}, Unicode)", _verified,
