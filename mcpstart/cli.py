@@ -297,6 +297,9 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--load-s", "load_seconds", type=click.FloatRange(min=0), check=FINITE_S,
         help=f"Seconds per HTTP load scenario (0: none) [default: {defaults.LOAD_S:g}]."),
     opt("--load-users", default=defaults.LOAD_USERS, type=click.IntRange(1, 1000)),
+    opt("--server-cpus", default=1, type=click.IntRange(1, 1024), metavar="N",
+        help="CPUs an HTTP server is pinned to under load, as a container's (the engine gets "
+             "the rest; none pinned when that leaves it none)."),
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
         check=_finite(),
         help="Requests/s of the fixed-rate load scenarios (closed and open loop), in all."),

@@ -114,3 +114,11 @@ def test_a_server_past_its_memory_limit_is_a_row_naming_it(tmp_path):
     assert row["memory_limit"]["oom_kills"] >= 1 and row["memory_limit"]["bytes"] == 100 * 2**20
     assert row["handshake_ms"]["n"] == 1  # its start was measured before the call
     assert not Path(row["memory_limit"]["cgroup"]).exists()
+
+
+def test_the_server_gets_its_cpus_and_the_engine_the_rest(monkeypatch):
+    from mcpstart.measure import load
+    monkeypatch.setattr(load.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    assert load.cores() == (frozenset({0}), frozenset({1, 2, 3}))
+    assert load.cores(3) == (frozenset({0, 1, 2}), frozenset({3}))
+    assert load.cores(4) == (None, None)  # the engine would get none: nothing pinned

@@ -228,9 +228,9 @@ def _shaped_ceiling(floor: Server, shape: str, settings: Settings,
 
 
 def _load(server: Server, settings: Settings) -> None:
-    """The scenarios against one server: spawned pinned to its own core from its spawn (a
-    URL's server as it runs), the engine on the others."""
-    server_cpus, engine_cpus = load.cores()
+    """The scenarios against one server: spawned pinned to its own cores (settings.server_cpus)
+    from its spawn (a URL's server as it runs), the engine on the others."""
+    server_cpus, engine_cpus = load.cores(settings.server_cpus)
     if server.url is not None:
         server_cpus = None
     first = initialize_request(settings.requested_revision)

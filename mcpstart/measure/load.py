@@ -77,13 +77,14 @@ def engine_version() -> str | None:
         return None
 
 
-def cores() -> tuple[frozenset[int] | None, frozenset[int] | None]:
-    """``(server_cpus, engine_cpus)``: the first CPU mcpstart may use for the server, the rest
-    for the engine; (None, None) with fewer than two (nothing is pinned)."""
+def cores(server_count: int = 1) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+    """``(server_cpus, engine_cpus)``: the first ``server_count`` CPUs mcpstart may use for
+    the server (--server-cpus), the rest for the engine; (None, None) when that leaves the
+    engine none (nothing is pinned: the load block's ``pinned_cpus`` says so)."""
     cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
+    if len(cpus) <= server_count:
         return None, None
-    return frozenset(cpus[:1]), frozenset(cpus[1:])
+    return frozenset(cpus[:server_count]), frozenset(cpus[server_count:])
 
 
 def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: ToolCall,

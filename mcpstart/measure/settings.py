@@ -73,6 +73,8 @@ class Settings:
             (attribution.py); False (--no-attribution): neither.
         memory_limit_bytes: each spawned server's memory cgroup limit (limits.py); None:
             no limit.
+        server_cpus: CPUs an HTTP server is pinned to under load, the engine on the rest
+            (load.cores).
     """
 
     runs: int = defaults.RUNS
@@ -107,6 +109,7 @@ class Settings:
     http_sessions: int = defaults.HTTP_SESSIONS
     attribution: bool = True
     memory_limit_bytes: int | None = None
+    server_cpus: int = 1
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -137,6 +140,7 @@ class Settings:
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
             "attribution": self.attribution, "memory_limit_bytes": self.memory_limit_bytes,
+            "server_cpus": self.server_cpus,
         }
 
 
