@@ -317,3 +317,30 @@ def test_matplotlib_is_imported_only_when_plotting():
             "mcpstart.views.exports; print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_why_stacks_each_profiled_start_by_part_and_idle_rss_by_class():
+    """Parts from table.start_split (their bars add up to the profiled start), classes from
+    memory.idle_split; a server without a profiled start has no bar in the first chart."""
+    doc = copy.deepcopy(stored("reference"))
+    python, go = (next(s for s in doc["servers"] if s["name"] == n) for n in ("python", "go"))
+    python["imports"] = {"instrumented_ms": 600.0, "interpreter_ms": 20.0, "distributions": [
+        {"name": "mcp", "self_ms": 300.0, "installed": True},
+        {"name": "mcp-types", "self_ms": 100.0, "installed": True},
+        {"name": "(standard library)", "self_ms": 80.0, "installed": False},
+        {"name": "(not installed)", "self_ms": 5.0, "installed": False},
+        {"name": "pydantic", "self_ms": 50.0, "installed": True}]}
+    for row, anon in ((python, 40), (go, 3)):
+        row["memory"]["idle_split"] = {"exe_code": {"rss_bytes": 2 * 2**20},
+                                       "anon": {"rss_bytes": anon * 2**20}}
+    fig = figure(doc, "why")
+    texts = legible(fig)
+    (start,) = axes_titled(fig, "Where the profiled start goes")
+    assert [t.get_text() for t in start.get_yticklabels()] == ["python"]
+    widths = [round(bar.get_width(), 3) for bar in start.patches]
+    assert widths == [100.0, 400.0, 5.0, 50.0, 45.0] and "600.0" in texts
+    assert {"runtime and standard library", "SDK", "server code", "other packages",
+            "rest of the start"} <= set(legend_texts(fig))
+    (memory,) = axes_titled(fig, "Idle RSS by class of mapping")
+    assert sorted(t.get_text() for t in memory.get_yticklabels()) == ["go", "python"]
+    assert {"exe_code", "anon"} <= set(legend_texts(fig))

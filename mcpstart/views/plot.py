@@ -14,6 +14,9 @@ own axis, fastest first (a log axis would make bar lengths meaningless).
 - footprint: the artifact and the dev tree, each on its own axis;
 - timeline: every server spawned at once, a marker at each phase's end, the clients'
   startup limits;
+- why: each profiled start stacked by part (runtime and standard library, SDK, server code,
+  other packages, the rest: table.start_split) beside the idle RSS stacked by class of
+  mapping;
 - http: the HTTP cold start (initialize answered, as cold start), requests/s and p95 latency
   per scenario, each on its own axis, the engine's ceiling and the floor's p95 as lines;
 - history: views/history.py.
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from ..results import dig, documents, is_floor, name_of, number_or_none, servers
 from ..stats import summarize
-from .table import MIB, fmt_ms, level_text, payload_size
+from .table import MIB, START_PARTS, fmt_ms, level_text, payload_size, start_split
 
 SPLIT = 20
 """A panel holds servers whose values lie within this ratio; a larger span splits the chart."""
@@ -44,6 +47,9 @@ PHASES = (("first_byte", "first byte", "|"), ("initialize", "initialize answered
 IDLE, PEAK, SAMPLE, NOISY = "#4C72B0", "#DD8452", "#8C8C8C", "crimson"
 PROCESS_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860",
                   "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD")
+CLASS_COLORS = ("#2E4057", "#048A81", "#54C6EB", "#8EE3EF", "#F4A261", "#E76F51", "#9C6644",
+                "#B5838D")
+"""The classes of mapping (measure/mappings.py CLASSES has eight), apart from PROCESS_COLORS."""
 SCENARIOS = (("calls", "calls on a session"), ("session", "a session per call"))
 
 
@@ -341,6 +347,39 @@ def _http(sf, doc: dict) -> None:
                   line=None if floor is None else (floor, f"the floor's p95: {fmt_ms(floor)} ms"))
 
 
+def _start_data(doc: dict) -> list[tuple[str, list[tuple[str, float]]]]:
+    """[(server, [(START_PARTS part, ms)])] of every server with a profiled start."""
+    return [(name_of(s), split) for s in servers(doc) if (split := start_split(s))]
+
+
+def _split_data(doc: dict) -> list[tuple[str, list[tuple[str, float]]]]:
+    """[(server, [(class, MiB)])]: idle RSS by class of mapping (``memory.idle_split``)."""
+    rows = []
+    for s in servers(doc):
+        split = dig(s, "memory.idle_split")
+        if isinstance(split, dict):
+            parts = [(name, v / MIB) for name, block in split.items()
+                     if isinstance(block, dict)
+                     and (v := number_or_none(block.get("rss_bytes"))) is not None and v > 0]
+            if parts:
+                rows.append((name_of(s), parts))
+    return rows
+
+
+def _why(sf, doc: dict) -> None:
+    start, split = _start_data(doc), _split_data(doc)
+    top, bottom = sf.subfigures(2, 1, height_ratios=[_height_rows(len(start)),
+                                                     _height_rows(len(split))]) \
+        if start and split else (sf, sf)
+    if start:
+        _bars(top, start, "Where the profiled start goes", "milliseconds (self times)", True,
+              dict(zip(START_PARTS, PROCESS_COLORS)))
+    if split:
+        names = list(dict.fromkeys(name for _, parts in split for name, _ in parts))
+        _bars(bottom, split, "Idle RSS by class of mapping", "MiB", True,
+              dict(zip(names, CLASS_COLORS)))
+
+
 def _height_rows(rows: int) -> float:
     return 1.4 + ROW * rows
 
@@ -352,6 +391,8 @@ CHARTS = {
                                               len(_footprint_data(doc, "dev_tree_bytes")))),
     "timeline": (_timeline, lambda doc: len(_timeline_data(doc)[0])
                  + len(dig(doc, "startup.limits") or []) * bool(_timeline_data(doc)[0])),
+    "why": (_why, lambda doc: len(_start_data(doc)) + len(_split_data(doc))
+            + 3 * bool(_start_data(doc) and _split_data(doc))),
     "http": (_http, lambda doc: (2 * len(_series(doc, "http.start_ms.initialize"))
                                  + 2 * len(_http_data(doc, "rps")) + 2 * len(_http_data(doc, "latency_ms.p95")))),
 }

@@ -212,6 +212,47 @@ def _round_trip(value, s) -> str:
     return text + ("" if n is None else f" (n={_count(n)})")
 
 
+START_PARTS = ("runtime and standard library", "SDK", "server code", "other packages",
+               "rest of the start")
+"""The parts of a profiled start (start_split), in the order they are drawn."""
+
+
+def start_split(row: dict) -> list[tuple[str, float]] | None:
+    """A profiled start (the ``imports`` block, docs/results.md#imports) in START_PARTS, ms:
+    the interpreter's own imports and the standard library's (Python; Go's standard library
+    package inits); the SDK's distributions or modules (the row's ``sdk``, and a Python
+    SDK's ``PACKAGE-*`` companions such as mcp-types); the server's own code (``installed``
+    false: "(not installed)", a Go main module); every other package; and the rest of the
+    profiled start (the runtime's own start before any import, the server's code until the
+    answer). Self times, so the parts add up to the profiled start. None without a block."""
+    imports = row.get("imports")
+    if not isinstance(imports, dict) or not is_number(imports.get("instrumented_ms")):
+        return None
+    sdk = row.get("sdk") or dig(row, "sdk_source.package")
+    parts = dict.fromkeys(START_PARTS, 0.0)
+    parts[START_PARTS[0]] = number(imports["interpreter_ms"]) \
+        if is_number(imports.get("interpreter_ms")) else 0.0
+    for dist in imports.get("distributions") or []:
+        name = dist.get("name")
+        part = (START_PARTS[0] if name == "(standard library)" else
+                START_PARTS[2] if not dist.get("installed") else
+                START_PARTS[1] if sdk and (name == sdk or str(name).startswith(f"{sdk}-")) else
+                START_PARTS[3])
+        parts[part] += number(dist["self_ms"]) if is_number(dist.get("self_ms")) else 0.0
+    parts[START_PARTS[4]] = max(number(imports["instrumented_ms"]) - sum(parts.values()), 0.0)
+    return list(parts.items())
+
+
+def start_shares(_value, server: dict) -> str | None:
+    """"runtime 12%, SDK 60%, server code 1%, other 20%, rest 7%": start_split's shares."""
+    split = start_split(server)
+    if split is None:
+        return None
+    whole = sum(ms for _, ms in split) or 1.0
+    words = ("runtime", "SDK", "server code", "other", "rest")
+    return ", ".join(f"{word} {ms / whole:.0%}" for word, (_, ms) in zip(words, split))
+
+
 def top_holder(split) -> tuple[str, int, float] | None:
     """The class of ``memory.idle_split`` (docs/results.md) holding the most RSS: ``(class,
     rss_bytes, share of the split's summed RSS)``; None without a split or RSS."""
@@ -541,6 +582,8 @@ ROWS: list[Row] = [
         ("imports.import_ms", "imports.instrumented_ms")),
     Row("imports.other_transport", "imported at start for another transport (stdio)",
         other_transport),
+    Row("imports.instrumented_ms", "profiled start: runtime, SDK, server code, other, rest",
+        start_shares, ("imports.distributions", "imports.interpreter_ms")),
     Row("classes.classes", "JVM classes loaded before the answer (top jars)", top_jars,
         ("classes.sources",)),
     Row("caching.may_defer_spawn", "may show cached tools, spawn at the first call", _caching,

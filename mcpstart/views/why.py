@@ -6,7 +6,7 @@ table's rows show."""
 from __future__ import annotations
 
 from ..results import cold_start_median, dig, name_of, servers
-from .table import cpu_split, fmt_mib, fmt_ms, other_transport
+from .table import start_shares, cpu_split, fmt_mib, fmt_ms, other_transport
 
 def why(doc: dict, name: str | None = None) -> str:
     """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``
@@ -60,6 +60,7 @@ def why(doc: dict, name: str | None = None) -> str:
                       f"{p['allocs']:g}" for p in imports["packages"][:5]]
         if (found := other_transport(None, row)) is not None:
             lines.append(f"  imported for another transport: {found}")
+        lines.append(f"  the profiled start by part: {start_shares(None, row)}")
     elif reason := (row.get("not_measured") or {}).get("imports"):
         lines.append(f"  imports: not measured: {reason}")
     if classes := row.get("classes"):
