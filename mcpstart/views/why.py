@@ -6,7 +6,7 @@ table's rows show."""
 from __future__ import annotations
 
 from ..results import cold_start_median, dig, name_of, servers
-from .table import start_shares, cpu_split, fmt_mib, fmt_ms, other_transport
+from .table import cpu_split, fmt_mib, fmt_ms, other_transport, start_shares
 
 def why(doc: dict, name: str | None = None) -> str:
     """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``
