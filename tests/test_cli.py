@@ -448,3 +448,19 @@ def test_a_second_run_writing_the_same_results_file_is_refused(scripted, tmp_pat
     assert taken.exit_code == 0, taken.output
     assert Path("mcpstart-runs/0001.json").read_bytes() == before.read_bytes()
     assert not Path("mcpstart-results.json.lock").exists()
+
+
+def test_the_readmes_example_server_is_measured(tmp_path):
+    """examples/my_server.py, the README's example: every figure of its session measured,
+    its one tool called with the large payload and verified."""
+    example = Path(__file__).parent.parent / "examples" / "my_server.py"
+    out = tmp_path / "mine.json"
+    result = CliRunner().invoke(main, ["measure", "--runs", "1", "--warmup", "0",
+                                       "--round-trips", "2", "--payload-bytes", "4096",
+                                       "--no-attribution", "-o", str(out), "--name", "mine",
+                                       "--", *PYTHON, str(example)])
+    assert result.exit_code == 0, result.output
+    row = json.loads(out.read_text())["servers"][0]
+    assert row["status"] == "ok" and row["server_info"]["name"] == "my-server"
+    assert row["tools"]["count"] == 1 and row["payload"]["verified"] is True
+    assert row["round_trip_ms"]["n"] == 2
