@@ -42,6 +42,7 @@ from pathlib import Path
 
 import psutil
 
+from .. import platforms
 from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY
 from ..endpoint import Endpoint
 from ..transports.http import affinity
@@ -79,7 +80,10 @@ def engine_version() -> str | None:
 
 def cores() -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """``(server_cpus, engine_cpus)``: the first CPU mcpstart may use for the server, the rest
-    for the engine; (None, None) with fewer than two (nothing is pinned)."""
+    for the engine; (None, None) with fewer than two, and under the portable process layer
+    (nothing is pinned: platforms.NOT_MEASURED)."""
+    if platforms.current() == "portable":
+        return None, None
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         return None, None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
-from .. import defaults
+from .. import defaults, platforms
 from ..command import Command
 from ..transports.base import Transport
 from ..transports.http import HttpTransport
@@ -71,6 +71,8 @@ class Settings:
         attribution: where each start goes (docs/startup.md): the tree's usage read at
             every cold start's initialize answer (usage.py) and a Python server's profiled
             starts (imports.py); False (--no-attribution): neither.
+        process_layer: how the server's processes are followed and read (platforms.py):
+            "linux" or "portable"; None: ``platforms.default_layer()`` (``layer``).
     """
 
     runs: int = defaults.RUNS
@@ -104,6 +106,12 @@ class Settings:
     load_rate: float = defaults.LOAD_RATE
     http_sessions: int = defaults.HTTP_SESSIONS
     attribution: bool = True
+    process_layer: str | None = None
+
+    @property
+    def layer(self) -> str:
+        """The process layer this run uses (``process_layer`` resolved)."""
+        return self.process_layer or platforms.default_layer()
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -133,7 +141,7 @@ class Settings:
             "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
-            "attribution": self.attribution,
+            "attribution": self.attribution, "process_layer": self.layer,
         }
 
 
