@@ -7,13 +7,29 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
-from conftest import unavailable
+from mcpstart import engine, platforms
+from mcpstart.command import Command
+from mcpstart.measure import run
+from mcpstart.measure.client import Skips
+from mcpstart.measure.cold import cold_start
+from mcpstart.measure.warm import tool_session
+from mcpstart.results import ServerResult
+from mcpstart.transports import exits
+from mcpstart.transports.session import Exited, Traffic
+from mcpstart.wire import initialize_request
+
+from conftest import FAKE, PYTHON_LINE, fast, start, unavailable
+from scripted import GoodServer, Spawner
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "v0_2_0" / "reference.json"
@@ -97,3 +113,124 @@ def test_plot_needs_nothing_windows_lacks(tmp_path):
     [(status, _)], stderr = as_on_windows(["plot", str(FIXTURE), "-o", str(out)])
     assert status == 0, stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- the portable process layer on Linux (platforms.py, transports/exits.py) -------------
+
+@pytest.fixture
+def portable(monkeypatch):
+    """The portable layer in use, with os.pidfd_open gone: a pidfd anywhere would raise."""
+    monkeypatch.delattr(os, "pidfd_open")
+    assert platforms.default_layer() == "portable"
+    with platforms.using("portable"):
+        yield
+
+
+def test_the_layer_is_linux_where_pidfds_exist_and_said_otherwise(monkeypatch):
+    assert platforms.default_layer() == ("linux" if hasattr(os, "pidfd_open") else "portable")
+    assert fast().record("interleave")["process_layer"] == platforms.default_layer()
+    assert fast(process_layer="portable").record("interleave")["process_layer"] == "portable"
+    said = []
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    engine._check_layer(fast(), said.append)
+    assert said == ["no pidfds here (os.pidfd_open): measuring through the portable process "
+                    "layer; PSS, the exact peak, the start's CPU and waits and CPU pinning are "
+                    "not measured (docs/platforms.md)"]
+    engine._check_layer(fast(process_layer="portable"), said.append)  # asked for: not said
+    assert len(said) == 1
+    with pytest.raises(engine.JobError, match="needs os.pidfd_open"):
+        engine._check_layer(fast(process_layer="linux"), said.append)
+    with pytest.raises(engine.JobError, match="--cache-state cold needs posix_fadvise"):
+        engine._check_layer(fast(cache_state="cold"), said.append)
+
+
+def run_measure(scripts: dict, **settings):
+    servers = [run.Server(ServerResult(name), Command([name])) for name in scripts]
+    return run.measure(servers, fast(spawner=Spawner(scripts), payload_bytes=1000, **settings),
+                       ["mcpstart", "measure"], {}), None, None
+
+
+def test_a_portable_run_marks_what_it_cannot_measure(portable):
+    results, _, _ = run_measure({"a": GoodServer}, runs=2, warmup=0, round_trips=0,
+                                process_layer="portable")
+    row = results.servers[0]
+    assert row.status == "ok" and results.settings["process_layer"] == "portable"
+    assert {k: row.not_measured[k] for k in platforms.NOT_MEASURED if not k.startswith("http.")} \
+        == {k: v for k, v in platforms.NOT_MEASURED.items() if not k.startswith("http.")}
+    assert "http.load.server_cpus" not in row.not_measured  # a stdio row has no load
+
+
+def test_portable_exit_at_once_reports_code_and_stderr(portable, fake):
+    with pytest.raises(Exited) as err:
+        cold_start(fake("--need-env", "FOO_API_KEY"), fast(timeout_s=60), Skips())
+    assert str(err.value).startswith("initialize: the server exited with code 1 after ")
+    assert "Error: FOO_API_KEY not set" in str(err.value)
+
+
+def test_portable_tree_is_reclaimed_and_every_exit_seen(portable):
+    inner = f"{PYTHON_LINE} {FAKE} --trap-term --ignore-eof"
+    session = start(Command(["sh", "-c", inner]), initialize_request("2025-11-25"))
+    try:
+        session.wait(1, 10)
+        pids = [p.pid for p in session.processes.scan()]
+    finally:
+        shutdown = session.shutdown()
+    assert len(pids) == 2 and shutdown.how == "sigkill"
+    assert sorted(e["pid"] for e in shutdown.exited) == sorted(pids)
+    for pid in pids:  # the shell reaped by mcpstart, the server by init (a zombie until then)
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_portable_sees_a_grandchild_killed_first(portable):
+    """sh -> fake server -> its sleeping child: the grandchild, not mcpstart's child, is
+    killed first; its exit is seen (by polling, pid and start time) while the rest runs."""
+    session = start(Command(["sh", "-c", f"{PYTHON_LINE} {FAKE} --child"]),
+                    initialize_request("2025-11-25"))
+    try:
+        session.wait(1, 10)
+        processes = session.processes
+        deadline = time.monotonic() + 10
+        while len(processes.scan()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        shell, server, grandchild = [p.pid for p in processes.scan()]
+        os.kill(grandchild, signal.SIGKILL)
+        assert processes._collect_exits(5) is not None
+        assert list(processes.exited) == [grandchild]
+        assert processes.exited[grandchild]["exit_code"] is None  # its parent reaps it
+        assert {p.pid for p in processes.alive()} == {shell, server}
+    finally:
+        shutdown = session.shutdown()
+    assert {e["pid"] for e in shutdown.exited} == {shell, server, grandchild}
+    assert shutdown.exit_code is not None  # the shell, mcpstart's child, reaped with its code
+
+
+def test_portable_tree_memory_has_rss_and_uss_but_no_pss(portable):
+    row, traffic = ServerResult("fake"), Traffic()
+    tool_session(Command(["sh", "-c", f"{PYTHON_LINE} {FAKE} --child"]),
+                 fast(timeout_s=10, payload_bytes=200_000, round_trips=3,
+                      process_layer="portable"), row, Skips(), traffic)
+    memory = row.memory
+    assert len(memory["processes"]) == 3
+    assert memory["idle_rss_bytes"] == sum(p["idle_rss_bytes"] for p in memory["processes"])
+    assert 0 < memory["idle_uss_bytes"] < memory["idle_rss_bytes"]
+    assert memory["idle_pss_bytes"] is None and memory["idle_split"] is None
+    assert memory["peak_method"] == "sampled" and memory["peak_rss_bytes_hwm_sum"] is None
+    assert memory["peak_rss_bytes_payload"] == memory["peak_rss_bytes_sampled"] > 0
+
+
+def test_portable_descriptors_of_one_process_are_one_pipe(portable):
+    """Two watchers of one process (its transport, its process set) get the same pipe, so
+    both see its exit at the same moment, as two pidfds would."""
+    child = subprocess.Popen(["sleep", "30"])
+    first, second = exits.exit_fd(child.pid), exits.exit_fd(child.pid)
+    try:
+        assert os.fstat(first).st_ino == os.fstat(second).st_ino
+        assert not select.select([first, second], [], [], 0)[0]
+        child.kill()
+        assert select.select([first], [], [], 5)[0] == [first]
+        assert select.select([second], [], [], 0)[0] == [second]
+    finally:
+        child.kill()
+        child.wait()
+        os.close(first)
+        os.close(second)

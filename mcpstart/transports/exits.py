@@ -26,6 +26,9 @@ from .. import platforms
 POLL_S = 0.002
 """How often the portable waiter asks whether a process that is not mcpstart's child (or
 any process, without ``os.waitid``) still runs."""
+_LOCK = threading.Lock()
+_WATCHED: dict[tuple[int, float], int] = {}
+"""(pid, start time) -> the read end of its waiter's pipe, while the waiter runs."""
 
 
 def exit_fd(pid: int) -> int | None:
@@ -40,18 +43,30 @@ def exit_fd(pid: int) -> int | None:
 
 
 def watch(pid: int) -> int | None:
-    """The portable layer's descriptor of ``pid`` (module doc), or None when it is gone."""
+    """The portable layer's descriptor of ``pid`` (module doc), or None when it is gone.
+    Every descriptor of one process is a copy of the same pipe end, so all of them become
+    readable at the same moment (as pidfds do): the transport that saw the exit and the
+    process set that collects it never disagree."""
     try:
         proc = psutil.Process(pid)
+        key = (pid, proc.create_time())
+        exited = proc.status() == psutil.STATUS_ZOMBIE
     except psutil.Error:
         return None
-    read_end, write_end = os.pipe()  # not inherited by spawned servers (PEP 446)
-    threading.Thread(target=_wait, args=(proc, write_end), daemon=True,
-                     name=f"exit-{pid}").start()
-    return read_end
+    if exited:  # readable at once, as a pidfd of a zombie is
+        read_end, write_end = os.pipe()
+        os.close(write_end)
+        return read_end
+    with _LOCK:
+        if key not in _WATCHED:
+            read_end, write_end = os.pipe()  # not inherited by spawned servers (PEP 446)
+            _WATCHED[key] = read_end
+            threading.Thread(target=_wait, args=(proc, key, write_end), daemon=True,
+                             name=f"exit-{pid}").start()
+        return os.dup(_WATCHED[key])
 
 
-def _wait(proc: psutil.Process, write_end: int) -> None:
+def _wait(proc: psutil.Process, key: tuple[int, float], write_end: int) -> None:
     try:
         if not _wait_child(proc.pid):
             while proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
@@ -59,7 +74,9 @@ def _wait(proc: psutil.Process, write_end: int) -> None:
     except psutil.Error:  # gone between two looks
         pass
     finally:
-        os.close(write_end)
+        with _LOCK:
+            os.close(write_end)
+            os.close(_WATCHED.pop(key))
 
 
 def _wait_child(pid: int) -> bool:
