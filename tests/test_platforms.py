@@ -234,3 +234,36 @@ def test_portable_descriptors_of_one_process_are_one_pipe(portable):
         child.wait()
         os.close(first)
         os.close(second)
+
+
+@pytest.mark.e2e
+def test_without_pidfds_the_floor_and_go_are_measured_through_the_portable_layer(
+        tmp_path, monkeypatch):
+    """As on macOS: no os.pidfd_open, no --process-layer: the portable layer, said once;
+    every row ok, each Linux-only figure marked not measured with the reason."""
+    from click.testing import CliRunner
+
+    from mcpstart.cli import main
+
+    monkeypatch.delattr(os, "pidfd_open")
+    out = tmp_path / "portable.json"
+    done = CliRunner().invoke(main, ["measure", "--only", "c", "--only", "go", "--runs", "3",
+                                     "--warmup", "1", "--round-trips", "5", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.count("measuring through the portable process layer") == 1
+    results = json.loads(out.read_text())
+    assert results["settings"]["process_layer"] == "portable"
+    rows = {row["name"]: row for row in results["servers"]}
+    assert set(rows) == {"c", "go"}
+    for row in rows.values():
+        assert row["status"] == "ok", row["reason"]
+        assert row["handshake_ms"]["n"] == 3 and row["handshake_ms"]["median"] > 0
+        for key, why in platforms.NOT_MEASURED.items():
+            if not key.startswith("http."):
+                assert row["not_measured"][key] == why
+        memory = row["memory"]
+        assert memory["idle_rss_bytes"] > 0 and memory["idle_uss_bytes"] > 0
+        assert memory["idle_pss_bytes"] is None and memory["peak_method"] == "sampled"
+        assert memory["peak_rss_bytes_payload"] >= memory["idle_rss_bytes"]
+        assert row["start_usage"] is None
+        assert row["shutdown"]["how"] == "eof" and row["orphans"] == []
