@@ -171,7 +171,7 @@ def _check_layer(settings: Settings, progress: Progress) -> None:
                  "not measured (docs/platforms.md)")
 
 
-def _following(settings: Settings, subreaper: bool):
+def following(settings: Settings, subreaper: bool):
     """The block a job measures in: its process layer in use and, under the linux layer
     when the job asks, the child subreaper (the portable layer has none to ask for)."""
     stack = ExitStack()
@@ -253,7 +253,7 @@ def measure(job: Job) -> Outcome:
         raise JobError(f"cannot write the results file {job.output}: "
                        f"{err.strerror or err}") from err
     try:
-        with _following(job.settings, job.subreaper):
+        with following(job.settings, job.subreaper):
             servers, toolchains = _servers(job)
             results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
                                   rewrite, budget, job.sessions)
@@ -296,7 +296,7 @@ def revisions(job: Job) -> Outcome:
         JobError: the cache folder cannot be used.
     """
     secrets = job.secrets
-    with _following(job.settings, job.subreaper):
+    with following(job.settings, job.subreaper):
         servers, toolchains = _servers(job)
         results = run.revisions_only(servers, job.settings, job.argv, toolchains,
                                      job.progress)
