@@ -267,3 +267,14 @@ def test_without_pidfds_the_floor_and_go_are_measured_through_the_portable_layer
         assert memory["peak_rss_bytes_payload"] >= memory["idle_rss_bytes"]
         assert row["start_usage"] is None
         assert row["shutdown"]["how"] == "eof" and row["orphans"] == []
+
+
+def test_doctor_without_pidfds_names_the_portable_layer_and_needs_no_linux_probe(monkeypatch):
+    from mcpstart import doctor
+
+    monkeypatch.delattr(os, "pidfd_open")
+    layer = doctor.check_layer()
+    assert (layer.name, layer.status, layer.needed) == ("process layer", "missing", False)
+    assert "psutil" in layer.meaning and platforms.NOT_MEASURED["start_usage"] in layer.meaning
+    sentence, status = doctor.verdict([layer])
+    assert status == 0 and sentence.startswith("ready, with less: process layer")
