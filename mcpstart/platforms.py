@@ -38,7 +38,7 @@ NOT_MEASURED = {
                                      f"(Linux); {PORTABLE} samples the peak",
     "start_usage": f"the start's CPU and waits need /proc/PID/stat and schedstat (Linux); not "
                    f"read by {PORTABLE}",
-    "http.load.server_cpus": f"pinning the server to a CPU needs sched_setaffinity (Linux); "
+    "http.load.pinned_cpus": f"pinning the server to a CPU needs sched_setaffinity (Linux); "
                              f"{PORTABLE} leaves it unpinned",
 }
 """Key path (a row's ``not_measured``, docs/results.md) -> why the portable layer leaves it

@@ -157,7 +157,7 @@ def test_a_portable_run_marks_what_it_cannot_measure(portable):
     assert row.status == "ok" and results.settings["process_layer"] == "portable"
     assert {k: row.not_measured[k] for k in platforms.NOT_MEASURED if not k.startswith("http.")} \
         == {k: v for k, v in platforms.NOT_MEASURED.items() if not k.startswith("http.")}
-    assert "http.load.server_cpus" not in row.not_measured  # a stdio row has no load
+    assert "http.load.pinned_cpus" not in row.not_measured  # a stdio row has no load
 
 
 def test_portable_exit_at_once_reports_code_and_stderr(portable, fake):
