@@ -19,7 +19,7 @@ import pytest
 
 from mcpstart import engine, platforms
 from mcpstart.command import Command
-from mcpstart.measure import run
+from mcpstart.measure import mappings, memory, run, usage
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.measure.warm import tool_session
@@ -204,18 +204,24 @@ def test_portable_sees_a_grandchild_killed_first(portable):
     assert shutdown.exit_code is not None  # the shell, mcpstart's child, reaped with its code
 
 
-def test_portable_tree_memory_has_rss_and_uss_but_no_pss(portable):
+def test_portable_tree_memory_has_rss_and_uss_but_no_pss(portable, monkeypatch):
+    def no_proc(path, *args, **kw):  # mcpstart's own reads; psutil's are its own
+        assert not str(path).startswith("/proc/"), f"{path} read under the portable layer"
+        return open(path, *args, **kw)
+
+    for module in (memory, mappings, usage):
+        monkeypatch.setattr(module, "open", no_proc, raising=False)
     row, traffic = ServerResult("fake"), Traffic()
     tool_session(Command(["sh", "-c", f"{PYTHON_LINE} {FAKE} --child"]),
                  fast(timeout_s=10, payload_bytes=200_000, round_trips=3,
                       process_layer="portable"), row, Skips(), traffic)
-    memory = row.memory
-    assert len(memory["processes"]) == 3
-    assert memory["idle_rss_bytes"] == sum(p["idle_rss_bytes"] for p in memory["processes"])
-    assert 0 < memory["idle_uss_bytes"] < memory["idle_rss_bytes"]
-    assert memory["idle_pss_bytes"] is None and memory["idle_split"] is None
-    assert memory["peak_method"] == "sampled" and memory["peak_rss_bytes_hwm_sum"] is None
-    assert memory["peak_rss_bytes_payload"] == memory["peak_rss_bytes_sampled"] > 0
+    block = row.memory
+    assert len(block["processes"]) == 3
+    assert block["idle_rss_bytes"] == sum(p["idle_rss_bytes"] for p in block["processes"])
+    assert 0 < block["idle_uss_bytes"] < block["idle_rss_bytes"]
+    assert block["idle_pss_bytes"] is None and block["idle_split"] is None
+    assert block["peak_method"] == "sampled" and block["peak_rss_bytes_hwm_sum"] is None
+    assert block["peak_rss_bytes_payload"] == block["peak_rss_bytes_sampled"] > 0
 
 
 def test_portable_descriptors_of_one_process_are_one_pipe(portable):
