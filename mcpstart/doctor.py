@@ -6,7 +6,6 @@ exits 1:
 
 - a system that can start servers (``os.posix_spawn`` and ``select.poll``: not Windows;
   platforms.refusal); without, doctor checks only the toolchains and the load.
-
 - pidfds watched with ``poll`` (Linux >= 5.3): every server process is tracked, waited for
   and reaped through its pidfd (transports/tree.py, transports/stdio.py). Where there are
   none (macOS), measure uses the portable process layer (platforms.py): doctor says so in

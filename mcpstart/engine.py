@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -171,14 +171,13 @@ def _check_layer(settings: Settings, progress: Progress) -> None:
                  "not measured (docs/platforms.md)")
 
 
-def following(settings: Settings, subreaper: bool):
+@contextmanager
+def following(settings: Settings, subreaper: bool) -> Iterator[None]:
     """The block a job measures in: its process layer in use and, under the linux layer
     when the job asks, the child subreaper (the portable layer has none to ask for)."""
-    stack = ExitStack()
-    stack.enter_context(platforms.using(settings.layer))
-    if subreaper and settings.layer == "linux":
-        stack.enter_context(child_subreaper())
-    return stack
+    linux = subreaper and settings.layer == "linux"
+    with platforms.using(settings.layer), child_subreaper() if linux else nullcontext():
+        yield
 
 
 def cache_folder(option: str | None) -> Path:
