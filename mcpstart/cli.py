@@ -41,14 +41,14 @@ class InputError(click.ClickException):
 
 
 class _Main(click.Group):
-    """Keeps the command line for the results file; exits in order (engine.orderly_exit)."""
+    """Keeps the command line for the results file; exits in order (interrupts.orderly_exit)."""
 
     def parse_args(self, ctx, args):
         ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx):
-        from .engine import orderly_exit
+        from .interrupts import orderly_exit
 
         with orderly_exit(lambda text: click.echo(f"mcpstart: {text}", err=True)):
             return super().invoke(ctx)
@@ -103,6 +103,10 @@ timeout_opt = opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SEC
 probe_opt = opt("--probe-timeout", "probe_timeout_s", type=SECONDS, check=FINITE_S,
                 help="Seconds each revision-matrix probe waits for an answer (default: 3x the "
                      f"server's slowest measured start, at least {defaults.PROBE_FLOOR_S:g} s).")
+layer_opt = opt("--process-layer", "process_layer", type=click.Choice(["linux", "portable"]),
+                help="How server processes are followed: linux (pidfds, /proc: every figure) "
+                     "or portable (psutil; default where there are no pidfds: "
+                     "docs/platforms.md).")
 targets_opts = apply(
     opt("--server", "server_specs", multiple=True, metavar="NAME=COMMAND",
         help="Measure this command (split like a shell, run without one); repeatable."),
@@ -152,9 +156,14 @@ def _refuse(outputs, force: bool, results_files) -> None:
 def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     """``engine.<work>`` of the job the options name (Settings fields by name, ``settings``)
     under a progress display; ``show(outcome, display)`` prints it; then says where the
-    results went and exits (1: a server failed)."""
+    results went and exits (1: a server failed). A system that cannot measure
+    (platforms.refusal) is said first, before anything of the engine is imported."""
     from contextlib import ExitStack
 
+    from .platforms import refusal
+
+    if why := refusal():
+        raise InputError(why)
     from . import engine
     from .measure.settings import BASE, Settings
     from .redact import redact, redact_argv
@@ -304,7 +313,7 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
         check=_finite(),
         help="Requests/s of the fixed-rate load scenarios (closed and open loop), in all."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
-    cache_opt, require_all_opt, fmt_opt, full_opt, export_opts, quiet_opt)
+    cache_opt, require_all_opt, layer_opt, fmt_opt, full_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def measure(command, quiet, fmt, full, **kw) -> None:
     """Measure the reference set (built when stale), or -- COMMAND, --server, --config:
@@ -334,7 +343,7 @@ def measure(command, quiet, fmt, full, **kw) -> None:
 @apply(targets_opts, probe_opt, timeout_opt,
        opt("--output", "-o", type=click.Path(dir_okay=False),
            help="Also write a results file (JSON, with its TOML copy)."), force_opt,
-       sdk_opts, recipes_opt, cache_opt, tablefmt_opt, quiet_opt)
+       sdk_opts, recipes_opt, cache_opt, layer_opt, tablefmt_opt, quiet_opt)
 def revisions(names, tablefmt, quiet, **kw) -> None:
     """Probe each server NAMES (default: all), or the one after -- COMMAND, in a fresh
     process per probe: server/discover (2026-07-28), and initialize asking each revision and

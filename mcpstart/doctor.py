@@ -4,11 +4,14 @@ a missing piece means for the figures.
 What a default run (``mcpstart measure`` on the reference recipes) needs; missing, doctor
 exits 1:
 
+- a system that can start servers (``os.posix_spawn`` and ``select.poll``: not Windows;
+  platforms.refusal); without, doctor checks only the toolchains and the load.
 - pidfds watched with ``poll`` (Linux >= 5.3): every server process is tracked, waited for
-  and reaped through its pidfd (transports/tree.py, transports/stdio.py); without them mcpstart
-  cannot follow a server's processes at all.
+  and reaped through its pidfd (transports/tree.py, transports/stdio.py). Where there are
+  none (macOS), measure uses the portable process layer (platforms.py): doctor says so in
+  its "process layer" row and leaves out the Linux probes below, which that layer does not use.
 - ``/proc/PID/statm`` (RSS) and ``/proc/PID/status`` (VmHWM): every memory figure (RSS,
-  peak).
+  peak), under the linux layer.
 - at least one recipe whose toolchains are all found: a missing toolchain only skips that
   server, but a run that can build no server measures nothing. With ``require_all`` (as
   ``measure --require-all``, where a skipped server fails the run) every toolchain is needed.
@@ -208,8 +211,27 @@ def _adopts(became: bool) -> Check:
     return Check("child subreaper", "missing", "the orphan was not adopted", without)
 
 
+def check_layer() -> Check:
+    """Whether this system can start servers (platforms.refusal), and through which process
+    layer measure follows them by default (platforms.default_layer)."""
+    from . import platforms
+
+    if why := platforms.refusal():
+        return Check("platform", "missing", why, "measure and revisions refuse here, before "
+                     "any build", True)
+    if platforms.default_layer() == "linux":
+        return Check("process layer", "ok", "linux (os.pidfd_open)", "every figure: exits "
+                     "through pidfds, memory and the start's CPU from /proc (the probes below)")
+    return Check("process layer", "missing", "portable: no os.pidfd_open", "measure follows "
+                 "the servers with psutil: exits seen by a waiter per process, RSS and USS, "
+                 "the peak sampled; " + "; ".join(sorted(set(platforms.NOT_MEASURED.values()))))
+
+
 def check_load() -> Check:
     """The 1-minute load average against the logical cores."""
+    if not hasattr(os, "getloadavg"):
+        return Check("load average", "missing", f"none on {sys.platform}", "no \"load\" "
+                     "warning: a busy machine is not said")
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     found = f"{load:.2f} (1 min) on {cores} cores"
     if load > cores:
@@ -313,7 +335,8 @@ def run_checks(recipes_option: str | None = None, require_all: bool = False,
                configs=()) -> list[Check]:
     """Every check, in table order: toolchains of the recipe folder (found as measure finds
     it: ``--recipes``, ./build-recipes, the packaged copy), the launchers, the programs of
-    ``configs`` (config file paths), the process checks, the subreaper, the load average. A
+    ``configs`` (config file paths), the process layer, the process checks and the
+    subreaper (under the linux layer only: the Linux probes), the load average. A
     recipe folder that cannot be read is a failed "servers" row."""
     from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
 
@@ -322,8 +345,9 @@ def run_checks(recipes_option: str | None = None, require_all: bool = False,
         checks = toolchain_checks(load_recipes(folder), require_all)
     except RecipeError as err:
         checks = [Check("servers", "missing", str(err), "a default run has no recipes", True)]
-    return [*checks, *launcher_checks(), *config_checks(configs), *process_checks(),
-            check_subreaper(), check_load()]
+    layer = check_layer()
+    probes = [*process_checks(), check_subreaper()] if layer.ok else []
+    return [*checks, *launcher_checks(), *config_checks(configs), layer, *probes, check_load()]
 
 
 def verdict(checks: list[Check]) -> tuple[str, int]:

@@ -19,14 +19,12 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import Progress
+from . import Progress, platforms
 from .measure import run, server
 from .measure.settings import Settings
 from .measure.startup import LIMITS_S
 from .redact import secrets_of
 from .results import Results
-from .interrupts import exit_on_signals
-from .transports.session import shutdown_all
 from .transports.tree import child_subreaper
 from .targets.build import cache_root, ensure_built
 from .targets.plan import Plan, PlanError, make_plan
@@ -135,6 +133,7 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
         progress(which)
         return folder
 
+    _check_layer(settings, progress)
     load_s = options.get("load_seconds")
     if load_s is not None:
         settings = replace(settings, load_s=load_s)
@@ -151,6 +150,34 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,
                **{k: options[k] for k in JOB_OPTIONS if k in options})
+
+
+def _check_layer(settings: Settings, progress: Progress) -> None:
+    """Before any build: the process layer can run here and give the figures asked for
+    (platforms.py); a layer chosen for want of pidfds is said once.
+
+    Raises:
+        JobError: "linux" asked where there are no pidfds, or a figure the layer cannot give
+            (--cache-state cold through the portable layer).
+    """
+    why = platforms.figure_refusal(settings.layer, settings.cache_state)
+    if settings.process_layer == "linux" and platforms.default_layer() != "linux":
+        why = "the linux process layer needs os.pidfd_open (Linux >= 5.3): omit --process-layer"
+    if why:
+        raise JobError(why)
+    if settings.process_layer is None and settings.layer == "portable":
+        progress("no pidfds here (os.pidfd_open): measuring through the portable process "
+                 "layer; PSS, the exact peak, the start's CPU and waits and CPU pinning are "
+                 "not measured (docs/platforms.md)")
+
+
+@contextmanager
+def following(settings: Settings, subreaper: bool) -> Iterator[None]:
+    """The block a job measures in: its process layer in use and, under the linux layer
+    when the job asks, the child subreaper (the portable layer has none to ask for)."""
+    linux = subreaper and settings.layer == "linux"
+    with platforms.using(settings.layer), child_subreaper() if linux else nullcontext():
+        yield
 
 
 def cache_folder(option: str | None) -> Path:
@@ -225,7 +252,7 @@ def measure(job: Job) -> Outcome:
         raise JobError(f"cannot write the results file {job.output}: "
                        f"{err.strerror or err}") from err
     try:
-        with child_subreaper() if job.subreaper else nullcontext():
+        with following(job.settings, job.subreaper):
             servers, toolchains = _servers(job)
             results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
                                   rewrite, budget, job.sessions)
@@ -268,7 +295,7 @@ def revisions(job: Job) -> Outcome:
         JobError: the cache folder cannot be used.
     """
     secrets = job.secrets
-    with child_subreaper() if job.subreaper else nullcontext():
+    with following(job.settings, job.subreaper):
         servers, toolchains = _servers(job)
         results = run.revisions_only(servers, job.settings, job.argv, toolchains,
                                      job.progress)
@@ -277,22 +304,6 @@ def revisions(job: Job) -> Outcome:
         rewrite(results, done=True)
     results.secrets = secrets
     return Outcome(results, error[0] if error else None, job.output)
-
-
-@contextmanager
-def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
-    """Within the block, an exit signal (SIGINT, SIGTERM, SIGHUP) ends the program in order
-    (interrupts.py: SystemExit 128 + N, ``say`` told so) and every session an error or a
-    signal cut short is shut down on the way out."""
-    with exit_on_signals():
-        try:
-            yield
-        except SystemExit as stop:
-            if isinstance(stop.code, int) and stop.code > 128:
-                say(f"stopped by {signal.Signals(stop.code - 128).name}")
-            raise
-        finally:
-            shutdown_all()
 
 
 def build(names: list[str], recipes_dir: str | None, cache_dir: str | None, rebuild: bool,

@@ -1,4 +1,4 @@
-"""Exit signals. SIGINT, SIGTERM and SIGHUP end mcpstart in order: they raise SystemExit
+"""Exit signals. SIGINT, SIGTERM and SIGHUP (where the system has it) end mcpstart in order: they raise SystemExit
 (status 128 + signal number) so every ``finally`` runs and no spawned process is left behind;
 while a ``shielded()`` block reclaims processes, they wait until the block ends, except
 within an ``interruptible()`` part of it (a wait on a process already recorded)."""
@@ -6,10 +6,13 @@ within an ``interruptible()`` part of it (a wait on a process already recorded).
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-EXIT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+EXIT_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+"""The exit signals this system has (Windows has no SIGHUP)."""
 _state = {"depth": 0, "pending": None, "open": False}
 
 
@@ -58,3 +61,22 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         _state["open"] = False
+
+
+@contextmanager
+def orderly_exit(say: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, an exit signal ends the program in order (SystemExit 128 + N,
+    ``say`` told so) and every session an error or a signal cut short is shut down on the
+    way out (transports.session.shutdown_all; only when that module was loaded, since no
+    session exists otherwise: a command that reads results imports nothing of the engine)."""
+    with exit_on_signals():
+        try:
+            yield
+        except SystemExit as stop:
+            if isinstance(stop.code, int) and stop.code > 128:
+                say(f"stopped by {signal.Signals(stop.code - 128).name}")
+            raise
+        finally:
+            session = sys.modules.get("mcpstart.transports.session")
+            if session is not None:
+                session.shutdown_all()

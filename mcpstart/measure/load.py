@@ -42,6 +42,7 @@ from pathlib import Path
 
 import psutil
 
+from .. import platforms
 from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY
 from ..endpoint import Endpoint
 from ..transports.http import affinity
@@ -80,7 +81,10 @@ def engine_version() -> str | None:
 def cores(server_count: int = 1) -> tuple[frozenset[int] | None, frozenset[int] | None]:
     """``(server_cpus, engine_cpus)``: the first ``server_count`` CPUs mcpstart may use for
     the server (--server-cpus), the rest for the engine; (None, None) when that leaves the
-    engine none (nothing is pinned: the load block's ``pinned_cpus`` says so)."""
+    engine none, and under the portable process layer (nothing is pinned: the load block's
+    ``pinned_cpus`` says so; platforms.NOT_MEASURED)."""
+    if platforms.current() == "portable":
+        return None, None
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) <= server_count:
         return None, None

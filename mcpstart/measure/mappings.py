@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from .. import platforms
+
 CLASSES = ("exe_code", "lib_code", "jit_code", "heap", "stack", "anon", "file_data", "other")
 """The classes, in the order they are shown:
 
@@ -69,7 +71,10 @@ def parse(text: str, exe: str | None) -> dict[str, dict[str, int]]:
 
 def split(pid: int) -> dict[str, dict[str, int]] | None:
     """``parse`` of /proc/PID/smaps, the executable read from /proc/PID/exe; None when the
-    process is gone or its smaps cannot be read (another user's, not Linux)."""
+    process is gone or its smaps cannot be read (another user's, not Linux), and under the
+    portable process layer (platforms.NOT_MEASURED)."""
+    if platforms.current() == "portable":
+        return None
     try:
         exe = os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
     except OSError:

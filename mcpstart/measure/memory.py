@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from .. import warnings as warn
+from .. import platforms, warnings as warn
 from ..transports.tree import ProcessSet
 from ..targets.cmdline import process_label
 from . import mappings
@@ -114,7 +114,13 @@ class Curve:
 
 
 def rss(pid: int) -> int | None:
-    """Resident set size in bytes from /proc/PID/statm (cheaper than psutil), or None."""
+    """Resident set size in bytes from /proc/PID/statm (cheaper than psutil; psutil's under
+    the portable process layer, platforms.py), or None."""
+    if platforms.current() == "portable":
+        try:
+            return psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            return None
     try:
         with open(f"/proc/{pid}/statm", "rb") as handle:
             return int(handle.read().split()[1]) * PAGE
@@ -151,7 +157,8 @@ def idle_rows(processes: ProcessSet) -> list[dict]:
     """One row per live process, in the order found: ``{pid, ppid, name, label, cmdline,
     idle_rss_bytes, idle_pss_bytes, idle_uss_bytes, idle_split}``; ``label`` is the table's
     short name (targets.cmdline.process_label); PSS and USS from smaps_rollup (None where the
-    OS does not give them); ``idle_split`` the RSS, PSS and size by class of mapping
+    OS does not give them; PSS None under the portable process layer, platforms.py);
+    ``idle_split`` the RSS, PSS and size by class of mapping
     (mappings.split: one read of /proc/PID/smaps; None where it cannot be read)."""
     rows = []
     for proc in processes.alive():
@@ -164,7 +171,8 @@ def idle_rows(processes: ProcessSet) -> list[dict]:
             continue
         try:
             full = proc.memory_full_info()
-            row["idle_pss_bytes"] = getattr(full, "pss", None)
+            if platforms.current() == "linux":
+                row["idle_pss_bytes"] = getattr(full, "pss", None)
             row["idle_uss_bytes"] = getattr(full, "uss", None)
         except psutil.Error:
             pass
@@ -187,31 +195,34 @@ def sharing(processes: ProcessSet) -> list[dict]:
         server shares the interpreter with it, which a client would not).
     """
     members = {p.pid for p in processes.alive()}
-    exes = set()
-    for pid in members:
-        try:
-            st = os.stat(f"/proc/{pid}/exe")
-            exes.add((st.st_dev, st.st_ino))
-        except OSError:
-            continue
+    exes = {key for pid in members if (key := _executable(pid)) is not None}
     found = []
     for proc in psutil.process_iter(["cmdline"]):
-        if proc.pid in members:
-            continue
-        try:
-            st = os.stat(f"/proc/{proc.pid}/exe")
-        except OSError:  # another user's process, or gone
-            continue
-        if (st.st_dev, st.st_ino) in exes:
+        if proc.pid not in members and _executable(proc.pid) in exes:
             found.append({"pid": proc.pid, "cmdline": proc.info["cmdline"] or [],
                           "mcpstart": proc.pid == os.getpid()})
     return found
 
 
+def _executable(pid: int) -> tuple[int, int] | None:
+    """(device, inode) of the executable ``pid`` runs (/proc/PID/exe; psutil's path under the
+    portable process layer), or None for another user's process or one gone."""
+    try:
+        if platforms.current() == "portable":
+            st = os.stat(psutil.Process(pid).exe())
+        else:
+            st = os.stat(f"/proc/{pid}/exe")
+    except (OSError, psutil.Error):
+        return None
+    return st.st_dev, st.st_ino
+
+
 def reset_high_water_marks(processes: ProcessSet) -> bool:
     """Reset each live process's peak RSS (VmHWM) by writing 5 to /proc/PID/clear_refs
     (Linux >= 4.0, Documentation/admin-guide/mm/soft-dirty.rst and proc.rst). Returns False
-    when any reset failed."""
+    when any reset failed, and under the portable process layer (no high-water mark)."""
+    if platforms.current() == "portable":
+        return False
     alive = processes.alive()
     ok = bool(alive)
     for proc in alive:
@@ -224,7 +235,10 @@ def reset_high_water_marks(processes: ProcessSet) -> bool:
 
 
 def high_water_mark(pid: int) -> int | None:
-    """VmHWM in bytes from /proc/PID/status, or None when the process is gone."""
+    """VmHWM in bytes from /proc/PID/status, or None when the process is gone (always
+    under the portable process layer: platforms.NOT_MEASURED)."""
+    if platforms.current() == "portable":
+        return None
     try:
         with open(f"/proc/{pid}/status") as handle:
             for line in handle:

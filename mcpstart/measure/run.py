@@ -17,7 +17,7 @@ import signal
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from .. import Progress, Step, __version__, warnings as warn
+from .. import Progress, Step, __version__, platforms, warnings as warn
 from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError, unanswered
@@ -96,6 +96,10 @@ def measure(servers: list[Server], settings: Settings, argv: list[str],
                                    "negotiated_revision": None}
             if server.command is not None:
                 server.row.command = server.command.record()
+            if settings.layer == "portable" and server.command is not None:
+                for key, why in platforms.NOT_MEASURED.items():
+                    if server.transport == "http" or not key.startswith("http."):
+                        server.row.skip_block(key, why)
         if any(s.measurable and s.transport == "http" for s in servers):
             for server in servers:
                 if server.transport == "stdio":

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
-from .. import defaults
+from .. import defaults, platforms
 from ..command import Command
 from ..transports.base import Transport
 from ..transports.http import HttpTransport
@@ -75,6 +75,8 @@ class Settings:
             no limit.
         server_cpus: CPUs an HTTP server is pinned to under load, the engine on the rest
             (load.cores).
+        process_layer: how the server's processes are followed and read (platforms.py):
+            "linux" or "portable"; None: ``platforms.default_layer()`` (``layer``).
     """
 
     runs: int = defaults.RUNS
@@ -110,6 +112,12 @@ class Settings:
     attribution: bool = True
     memory_limit_bytes: int | None = None
     server_cpus: int = 1
+    process_layer: str | None = None
+
+    @property
+    def layer(self) -> str:
+        """The process layer this run uses (``process_layer`` resolved)."""
+        return self.process_layer or platforms.default_layer()
 
     @classmethod
     def from_options(cls, base: "Settings", options: dict, **more) -> "Settings":
@@ -140,7 +148,7 @@ class Settings:
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
             "attribution": self.attribution, "memory_limit_bytes": self.memory_limit_bytes,
-            "server_cpus": self.server_cpus,
+            "server_cpus": self.server_cpus, "process_layer": self.layer,
         }
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import statistics
 
+from .. import platforms
 from ..stats import summarize
 from ..transports.tree import ProcessSet
 
@@ -106,9 +107,10 @@ def at_answer(processes: ProcessSet | None) -> dict | None:
         the sums over the processes, each process by its command name (``comm``) in the
         order found; a sum is None when a process's figure is unknown (read_bytes without
         I/O accounting), except user and system, summed over the processes where they are
-        known (so they may fall short of cpu_ms by less than a tick per process). None where the transport spawned nothing (an endpoint).
+        known (so they may fall short of cpu_ms by less than a tick per process). None where the transport spawned nothing (an endpoint), and under the portable process layer
+        (platforms.NOT_MEASURED).
     """
-    if processes is None:
+    if processes is None or platforms.current() == "portable":
         return None
     rows = []
     for proc in processes.scan():  # collects the exits first, reaping mcpstart's own children

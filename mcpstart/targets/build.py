@@ -7,7 +7,6 @@ A recipe without ``[build]`` is not built: its Build has status "no-build" and n
 
 from __future__ import annotations
 
-import fcntl
 import fnmatch
 import glob
 import hashlib
@@ -230,6 +229,8 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
     folder = root / "builds" / f"{recipe.name}-{key[:16]}"
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(_lock_path(folder), "w") as lock:
+        import fcntl  # POSIX only: builds run where measure runs (platform.py)
+
         fcntl.flock(lock, fcntl.LOCK_EX)  # another mcpstart building the same: wait, then reuse
         return _ensure_built(recipe, folder, key, versions, rebuild, progress)
 

@@ -91,7 +91,8 @@ from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import MAX_LINE_BYTES, Outbox
 from .http1 import Answers, content_decoder, request_head
 from .sse import EventStream
-from .stdio import Prepared, _high_fd, open_pidfd, rehearse, resolve
+from .exits import exit_fd
+from .stdio import Prepared, _high_fd, rehearse, resolve
 from .tree import ProcessSet, escalate, spawned
 
 PORT = "{port}"
@@ -427,7 +428,7 @@ class HttpTransport(Transport):
         finally:
             if previous is not None:
                 os.chdir(previous)
-        self.pidfd = open_pidfd(self.pid)
+        self.pidfd = exit_fd(self.pid)
 
     # ----- sending ---------------------------------------------------------------------
     def send(self, data: bytes, message: dict | None = None) -> None:

@@ -16,7 +16,6 @@ processes (tree.ProcessSet) are shut down as the MCP specification says.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import select
 import shutil
@@ -29,6 +28,7 @@ from .. import interrupts
 from ..command import Command
 from .base import Ended, Exit, Frame, FrameTooLong, SpawnError, Transport
 from .framing import LineBuffer, Outbox
+from .exits import exit_fd
 from .tree import ProcessSet, escalate, spawned
 
 READ_CHUNK = 1 << 16
@@ -80,6 +80,8 @@ def _high_fd(fd: int) -> int:
     """``fd`` moved to 3 or above (close-on-exec), so dup2 onto 0-2 in the child always works."""
     if fd > 2:
         return fd
+    import fcntl  # POSIX only: imported here so that reading results needs none of it
+
     moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     os.close(fd)
     return moved
@@ -142,17 +144,6 @@ def rehearse(prepared: Prepared) -> None:
         prepared.spawn(scheduler=(os.SCHED_OTHER, None))
     except (TypeError, NotImplementedError):  # NotImplementedError: no scheduler option
         pass
-
-
-def open_pidfd(pid: int) -> int | None:
-    """A pidfd of the spawned ``pid`` (Linux 5.3+: its exit is seen without polling a pid
-    that could be reused), or None where the system has none."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
-
-
 
 
 class StdioTransport(Transport):
@@ -258,7 +249,7 @@ class StdioTransport(Transport):
             if previous is not None:
                 os.chdir(previous)
             if self.pid:  # also when a signal ended the wait
-                self.pidfd = open_pidfd(self.pid)
+                self.pidfd = exit_fd(self.pid)
 
     # ----- writing ---------------------------------------------------------------------
     def send(self, data: bytes, message: dict | None = None) -> None:

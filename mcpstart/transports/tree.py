@@ -6,8 +6,9 @@ that started after the spawn and is not a plain fork of mcpstart itself. Nothing
 ever signalled, reaped or counted, so mcpstart used as a library inside a program with
 children of its own leaves them alone.
 
-Each member is watched through a pidfd (Linux >= 5.3), which becomes readable the moment the
-process exits; exits are therefore timed to the wake-up of one ``poll`` (microseconds).
+Each member is watched through a descriptor that becomes readable when it exits (exits.py): a
+pidfd under the linux process layer (Linux >= 5.3), exits timed to the wake-up of one ``poll``
+(microseconds); a waiter thread's pipe under the portable one (platforms.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import ctypes
 import os
 import select
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +25,11 @@ from contextlib import contextmanager
 import psutil
 
 from .base import Ended
+from .exits import exit_fd
 
+MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024
+"""Bytes per unit of ``ru_maxrss``: kilobytes on Linux and the BSDs (getrusage(2)), bytes on
+macOS (its getrusage(2) man page)."""
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_GET_CHILD_SUBREAPER = 37
 RESCAN_S = 0.05
@@ -95,7 +101,7 @@ def rusage_of(usage) -> dict:
 
 
 class ProcessSet:
-    """The processes of one server, with a pidfd on each.
+    """The processes of one server, with an exit descriptor (exits.exit_fd) on each.
 
     Attributes:
         leader: pid of the spawned process (also its session id and process group id).
@@ -168,8 +174,10 @@ class ProcessSet:
             key = (proc.pid, proc.create_time())
             if key in self._gone or (not leader and proc.status() == psutil.STATUS_ZOMBIE):
                 return
-            fd = os.pidfd_open(proc.pid)
-        except (psutil.Error, OSError):
+        except psutil.Error:
+            return
+        fd = exit_fd(proc.pid)
+        if fd is None:
             return
         if not proc.is_running():  # the pid was reused between the two looks
             os.close(fd)
@@ -231,7 +239,7 @@ class ProcessSet:
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
                 record["exit_code"] = os.waitstatus_to_exitcode(status)
-                record["ru_maxrss_bytes"] = usage.ru_maxrss * 1024  # Linux: KiB
+                record["ru_maxrss_bytes"] = usage.ru_maxrss * MAXRSS_UNIT
                 record["usage"] = rusage_of(usage)
         except ChildProcessError:  # not mcpstart's child: its parent reaps it
             pass
