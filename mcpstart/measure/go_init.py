@@ -192,3 +192,5 @@ def measure(server: Server, settings: Settings) -> None:
     block = imports.block(starts, env, server.row.cold_start_median(),
                           server.transport, runtime="go")
     server.row.imports = {**block, "packages": package_rows(traces, info)}
+    server.row.skip_block("imports.other_transport", "the transport finding reads Python "
+                          "distributions' classifiers only")

@@ -254,3 +254,6 @@ def measure(server: Server, settings: Settings) -> None:
         return
     server.row.imports = block([(ms, attribute(roots, env)) for ms, roots in starts], env,
                                server.row.cold_start_median(), server.transport)
+    if server.row.imports["other_transport"] is None:
+        server.row.skip_block("imports.other_transport", "the transport finding is a stdio "
+                              "server's: an HTTP server's HTTP packages are its transport")
