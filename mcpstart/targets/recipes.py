@@ -35,8 +35,9 @@ WORKLOAD_RECIPE_FOLDER = "workload-recipes"
 WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
 """Where the workload files a recipe's ``workload`` names live (``<name>.toml``)."""
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
-"""Where a wheel install keeps its copy of build-recipes/ and servers/ (siblings, as in the
-repository, because a recipe's ``source`` is relative to the recipe folder's parent)."""
+"""Where a wheel install keeps its copy of build-recipes/, workload-recipes/ and servers/
+(siblings, as in the repository, because a recipe's ``source`` is relative to the recipe
+folder's parent)."""
 
 _TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
         "transport", "workload", "build", "run", "artifact", "dependencies", "versions")
