@@ -6,7 +6,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -172,7 +172,9 @@ public final class WorkloadServer {
             .build();
         serve(McpServer.async(transport));
         var tomcat = new Tomcat();
-        tomcat.setBaseDir(Files.createTempDirectory("workload-tomcat").toString());
+        // Tomcat's working folder: one for every start (a context without JSPs writes nothing
+        // there), not a new temporary folder per start that a killed server would leave.
+        tomcat.setBaseDir(Path.of(System.getProperty("java.io.tmpdir"), "workload-tomcat").toString());
         tomcat.setPort(Integer.parseInt(args[at + 1]));
         tomcat.getConnector().setProperty("address", "127.0.0.1");
         Context context = tomcat.addContext("", null);
