@@ -230,7 +230,7 @@ def test_reference_http_recipes_are_built_by_name_only():
 
 
 def test_workload_recipes_serve_the_reference_sdk_versions():
-    folder = Path(__file__).parent.parent / "workload-recipes"
+    folder = Path(__file__).parent.parent / recipes.WORKLOAD_RECIPE_FOLDER
     workloads = load_recipes(folder, transport=None)
     assert len(workloads) == 12 and {r.workload for r in workloads} == {"benchmark"}
     reference = {r.name: r for r in load_recipes(folder.parent / "build-recipes", transport=None)}

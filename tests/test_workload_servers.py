@@ -21,12 +21,12 @@ import pytest
 
 from conftest import unavailable
 from mcpstart.targets.build import cache_root, ensure_built
-from mcpstart.targets.recipes import PORT, WORKLOADS, load_recipes
+from mcpstart.targets.recipes import PORT, WORKLOAD_RECIPE_FOLDER, WORKLOADS, load_recipes
 from test_http_servers import exchange, free_port, wait_listening
 
 pytestmark = pytest.mark.e2e
 
-RECIPES = Path(__file__).parent.parent / "workload-recipes"
+RECIPES = Path(__file__).parent.parent / WORKLOAD_RECIPE_FOLDER
 NAMES = ("c", "c-http", "go", "go-http", "java", "java-http", "python", "python-http",
          "rust", "rust-http", "typescript", "typescript-http")
 WORKLOAD = tomllib.loads((WORKLOADS / "benchmark.toml").read_text())
