@@ -115,6 +115,21 @@ def test_command_expands_placeholders(tmp_path):
     assert command.env == {"EXTRA": "1"}
 
 
+def test_a_workload_build_has_its_own_folders_and_shares_the_cache(tmp_path):
+    cache = tmp_path / "cache"
+    recipe = toy_recipe()
+    recipe["workload"] = "benchmark"
+    recipe["build"] = {"env": {"TOY_OUT": "{cache}/shared-out.txt"}, "steps": [["python3", "-c", WRITE_OUT]]}
+    workload = load_recipe(write_recipe(tmp_path, "toy", recipe, {"server.py": "print('hello')\n"}))
+    reference = make(tmp_path, "toy")  # the same name, in the reference set
+    kept = ensure_built(reference, cache).folder
+    built = [ensure_built(workload, cache, rebuild=True) for _ in range(KEEP_BUILDS + 1)]
+    assert {b.status for b in built} == {"built"}
+    assert built[-1].folder.name.startswith("benchmark-toy-")
+    assert (cache / "shared-out.txt").read_text() == "built"  # {cache}: the cache folder
+    assert kept.is_dir()  # the workload's builds never prune the reference server's
+
+
 def test_cache_root_precedence(tmp_path, monkeypatch):
     monkeypatch.setenv("MCPSTART_CACHE_DIR", str(tmp_path / "env"))
     assert cache_root() == tmp_path / "env"

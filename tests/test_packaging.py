@@ -62,7 +62,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_ships_package_recipes_and_server_sources_only(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     reference = {n.removeprefix(REFERENCE) for n in names if n.startswith(REFERENCE)}
-    shipped = tracked("servers", "build-recipes")
+    shipped = tracked("servers", "build-recipes", "workload-recipes")
     assert "servers/python/server.py" in shipped and "build-recipes/go.toml" in shipped
     assert reference == shipped  # every recipe and server source, and no build output
     package = {n for n in names if n.startswith("mcpstart/") and not n.startswith(REFERENCE)}

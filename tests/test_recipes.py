@@ -65,8 +65,8 @@ def test_every_problem_is_reported_in_one_message(tmp_path):
     assert lines[0] == f"{path}: 10 problems:"
     assert [line.strip() for line in lines[1:]] == [
         "field 'sdk_verison' is not a recipe field here (known: language, sdk, sdk_version, "
-        "source, sources, tool_file, toolchains, transport, build, run, artifact, dependencies, "
-        "versions)",
+        "source, sources, tool_file, toolchains, transport, workload, build, run, artifact, "
+        "dependencies, versions)",
         "field 'language' is empty",
         "field 'sdk' must be a string, not int",
         "field 'tool_file' needs 'source', the folder it is in",
@@ -124,6 +124,7 @@ def _set(path: str, value):
                                      "'websocket'"),
     (_set("transport", "http"), "field 'run.argv' holds no {port}: an HTTP server is told "
                                 "its port there"),
+    (_set("workload", "nope"), "field 'workload' names no workload file"),
     (_set("run.endpoint", "/rpc"), "field 'run.endpoint' is the path of an HTTP server's MCP "
                                    'endpoint; the recipe is not transport = "http"'),
 ])
@@ -226,6 +227,20 @@ def test_reference_http_recipes_are_built_by_name_only():
         assert recipe.source_dir.name == recipe.name and recipe.tool_file == stdio.tool_file
         assert (recipe.sdk, recipe.sdk_version, recipe.dependencies["method"]) == \
             (stdio.sdk, stdio.sdk_version, stdio.dependencies["method"])
+
+
+def test_workload_recipes_serve_the_reference_sdk_versions():
+    folder = Path(__file__).parent.parent / recipes.WORKLOAD_RECIPE_FOLDER
+    workloads = load_recipes(folder, transport=None)
+    assert len(workloads) == 12 and {r.workload for r in workloads} == {"benchmark"}
+    reference = {r.name: r for r in load_recipes(folder.parent / "build-recipes", transport=None)}
+    assert not {r.workload for r in reference.values()} - {None}
+    for recipe in workloads:
+        stdio = load_recipe(folder / f"{recipe.name.removesuffix('-http')}.toml")
+        assert recipe.source_dir == stdio.source_dir  # one program serves both transports
+        assert recipe.transport == ("http" if recipe.name.endswith("-http") else "stdio")
+        assert (recipe.sdk, recipe.sdk_version) == (reference[stdio.name].sdk,
+                                                    reference[stdio.name].sdk_version)
 
 
 VERSIONS = {

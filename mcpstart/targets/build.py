@@ -130,11 +130,13 @@ class Build:
         return self.status in ("built", "cached", "no-build")
 
     def expand(self, text: str) -> str:
-        """Replace ``{build}`` and ``{src}`` with this build's folders (a recipe without a
-        build has no placeholders: load_recipe refuses them)."""
+        """Replace ``{build}`` and ``{src}`` with this build's folders and ``{cache}`` with
+        the cache folder they are in (a recipe without a build has no placeholders:
+        load_recipe refuses them)."""
         if self.folder is None:
             return text
-        return text.replace("{build}", str(self.folder)).replace("{src}", str(self.folder / "src"))
+        return (text.replace("{build}", str(self.folder)).replace("{src}", str(self.folder / "src"))
+                .replace("{cache}", str(self.folder.parent.parent)))
 
     def path(self, text: str) -> str:
         """``text`` expanded, a relative path taken from the sources: ``{src}`` when built,
@@ -226,7 +228,9 @@ def ensure_built(recipe: Recipe, root: Path, rebuild: bool = False,
                       recipe.name))
         return Build(recipe, "no-build", toolchains=versions)
     key = build_key(recipe, versions)
-    folder = root / "builds" / f"{recipe.name}-{key[:16]}"
+    # a workload server's name is a reference server's too ("python"): its own folders
+    stem = f"{recipe.workload}-{recipe.name}" if recipe.workload else recipe.name
+    folder = root / "builds" / f"{stem}-{key[:16]}"
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(_lock_path(folder), "w") as lock:
         import fcntl  # POSIX only: builds run where measure runs (platform.py)

@@ -27,14 +27,20 @@ REGISTRIES = ("npm", "pypi", "go", "crates", "maven")
 are read (docs/recipes.md, "Other SDK versions")."""
 UNDATED_REGISTRIES = ("maven",)
 """Registries that give no release date here, so ``{date}`` cannot be filled in."""
-PLACEHOLDERS = ("{build}", "{src}")
+PLACEHOLDERS = ("{build}", "{src}", "{cache}")
 RECIPE_FOLDER = "build-recipes"
+WORKLOAD_RECIPE_FOLDER = "workload-recipes"
+"""The workload servers' recipes (sibling of RECIPE_FOLDER, same format, each with
+``workload``): built only when asked for by name or folder, never by a default run."""
+WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+"""Where the workload files a recipe's ``workload`` names live (``<name>.toml``)."""
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
-"""Where a wheel install keeps its copy of build-recipes/ and servers/ (siblings, as in the
-repository, because a recipe's ``source`` is relative to the recipe folder's parent)."""
+"""Where a wheel install keeps its copy of build-recipes/, workload-recipes/ and servers/
+(siblings, as in the repository, because a recipe's ``source`` is relative to the recipe
+folder's parent)."""
 
 _TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
-        "transport", "build", "run", "artifact", "dependencies", "versions")
+        "transport", "workload", "build", "run", "artifact", "dependencies", "versions")
 _VERSIONS = ("package", "registry", "list", "install_version", "install_path", "workspace",
              "sources")
 
@@ -88,8 +94,10 @@ class Versions:
 @dataclass(frozen=True)
 class Recipe:
     """One server's recipe. Strings in ``steps``, ``build_env``, ``run_*``, ``artifact_*`` and
-    ``dependencies`` may hold the placeholders ``{build}`` (the build folder) and ``{src}``
-    (its copy of the sources, where the steps run), but only when the recipe has a build.
+    ``dependencies`` may hold the placeholders ``{build}`` (the build folder), ``{src}``
+    (its copy of the sources, where the steps run) and ``{cache}`` (the cache folder the
+    build folders are in, for dependency caches that recipes share), but only when the
+    recipe has a build.
 
     Attributes:
         name: the file stem, which names the server everywhere.
@@ -110,6 +118,8 @@ class Recipe:
             (then ``run_argv`` holds PORT).
         endpoint: an HTTP server's MCP endpoint path (``run.endpoint``; default /mcp).
         versions: ``[versions]``, or None without it.
+        workload: the workload file whose tools the server serves (``workload``: a name in
+            WORKLOADS, e.g. "benchmark"), or None for a server of the reference set.
         sdk_source: for an SDK variant (targets/variants.py), the ``SdkSource`` it is built
             from (its steps are then ``[versions]``' in place of ``[build]``'s); None for the
             recipe as written.
@@ -137,6 +147,7 @@ class Recipe:
     transport: str = "stdio"
     endpoint: str = ENDPOINT
     versions: Versions | None = None
+    workload: str | None = None
     sdk_source: object | None = None
     broken: str | None = None
 
@@ -324,8 +335,8 @@ def load_recipe(path: Path) -> Recipe:
             matches no file, a ``[build]`` without ``source``/``sources``, a dependency method
             not in DEPENDENCY_METHODS, a ``transport`` not in TRANSPORTS, an HTTP recipe
             whose ``run.argv`` lacks PORT, a ``run.endpoint`` that is not a path or is given
-            to a stdio recipe, ``{build}``/``{src}`` in a recipe without
-            ``[build]``, or a ``[versions]`` that breaks the rules of ``_versions`` or has no
+            to a stdio recipe, ``{build}``/``{src}``/``{cache}`` in a recipe without
+            ``[build]``, a ``workload`` that names no file in WORKLOADS, or a ``[versions]`` that breaks the rules of ``_versions`` or has no
             ``[build]``.
     """
     path = Path(path)
@@ -386,6 +397,10 @@ def load_recipe(path: Path) -> Recipe:
         top.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
     elif transport == "http" and run_argv and not any(PORT in a for a in run_argv):
         run.fail("argv", f"holds no {PORT}: an HTTP server is told its port there")
+    workload = top.text("workload")
+    if workload and not (WORKLOADS / f"{workload}.toml").is_file():
+        top.fail("workload", f"names no workload file ({WORKLOADS / workload}.toml does not "
+                             "exist)")
     endpoint = run.text("endpoint") if run else None
     if endpoint and transport != "http":
         run.fail("endpoint", "is the path of an HTTP server's MCP endpoint; the recipe is not "
@@ -454,6 +469,7 @@ def load_recipe(path: Path) -> Recipe:
         transport=transport,
         endpoint=endpoint or ENDPOINT,
         versions=versions,
+        workload=workload,
     )
 
 
