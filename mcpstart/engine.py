@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import Progress
-from .measure import run, server
+from .measure import mock_api, run, server
 from .measure.settings import Settings
 from .measure.startup import LIMITS_S
 from .redact import secrets_of
@@ -225,9 +225,10 @@ def measure(job: Job) -> Outcome:
         raise JobError(f"cannot write the results file {job.output}: "
                        f"{err.strerror or err}") from err
     try:
-        with child_subreaper() if job.subreaper else nullcontext():
+        with child_subreaper() if job.subreaper else nullcontext(), \
+                mock_api.for_workload(job.settings) as settings:
             servers, toolchains = _servers(job)
-            results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
+            results = run.measure(servers, settings, job.argv, toolchains, job.progress,
                                   rewrite, budget, job.sessions)
     except SystemExit as stop:
         if isinstance(stop.code, int) and stop.code > 128:

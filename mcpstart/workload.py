@@ -37,6 +37,8 @@ class Workload:
         shape: one of SHAPES.
         think_ms: the pause after each iteration under load, ms (>= 0).
         description, source: the file's own words, or None.
+        mock_api: the mock API's URL put in place of ``{mock_api}`` (None: not yet, or not
+            needed).
     """
 
     name: str
@@ -47,6 +49,7 @@ class Workload:
     think_ms: float = 0.0
     description: str | None = None
     source: str | None = None
+    mock_api: str | None = None
 
     @property
     def needs_mock_api(self) -> bool:
@@ -55,14 +58,14 @@ class Workload:
 
     def with_mock_api(self, url: str) -> "Workload":
         """This workload with ``{mock_api}`` replaced by ``url`` in every argument."""
-        return replace(self, calls=tuple(ToolCall(c.name, fill(c.arguments, MOCK_API, url))
-                                         for c in self.calls))
+        return replace(self, mock_api=url, calls=tuple(
+            ToolCall(c.name, fill(c.arguments, MOCK_API, url)) for c in self.calls))
 
     def record(self) -> dict:
         """The results' ``settings.workload`` block (docs/results.md#settings)."""
         return {"name": self.name, "path": self.path, "shape": self.shape,
                 "think_ms": self.think_ms, "description": self.description,
-                "source": self.source,
+                "source": self.source, "mock_api": self.mock_api,
                 "tools": [{"name": c.name, "arguments": c.arguments, "weight": w}
                           for c, w in zip(self.calls, self.weights)]}
 

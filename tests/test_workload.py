@@ -84,3 +84,28 @@ def test_measure_refuses_a_workload_with_call_and_a_bad_file_by_its_key(tmp_path
     bad.write_text('[[tools]]\nname = "a"\nweight = -1\n')
     refused = CliRunner().invoke(main, ["measure", "--workload", str(bad), "--", "true"])
     assert refused.exit_code == 2 and "tools[0].weight" in refused.output
+
+
+def test_the_mock_api_serves_only_for_a_workload_that_needs_it():
+    import json as json_
+    import urllib.error
+    import urllib.request
+
+    from mcpstart.measure.mock_api import for_workload
+    from mcpstart.measure.settings import BASE
+    from dataclasses import replace
+
+    plain = replace(BASE, workload=load(str(PAIR)))
+    with for_workload(plain) as same:
+        assert same is plain
+    needs = parse({"tools": [{"name": "fetch", "arguments": {"endpoint": "{mock_api}/x"}}]},
+                  "w", "w.toml")
+    with for_workload(replace(BASE, workload=needs)) as resolved:
+        url = resolved.workload.mock_api
+        assert resolved.call.arguments == {"endpoint": f"{url}/x"}
+        with urllib.request.urlopen(f"{url}/x", timeout=5) as answer:
+            assert answer.status == 200
+            assert json_.loads(answer.read())["path"] == "/x"
+        assert resolved.record("sequential")["workload"]["mock_api"] == url
+    with pytest.raises(urllib.error.URLError):  # stopped with the block
+        urllib.request.urlopen(f"{url}/x", timeout=5)
