@@ -10,7 +10,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "mcpstart"
 
 FLOORS = (
-    {"mcpstart", "defaults", "warnings", "endpoint", "redact", "interrupts", "wire", "command"},
+    {"mcpstart", "defaults", "warnings", "endpoint", "redact", "interrupts", "wire", "workload",
+     "command"},
     {"stats", "results", "runs", "transports"},
     {"targets"},
     {"measure"},
