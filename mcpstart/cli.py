@@ -16,7 +16,8 @@ from . import __version__, defaults
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 SHAPES = ("json", "csv", "markdown")
-PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "http", "history")
+PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "http", "per-tool",
+              "history")
 
 
 def _progress(step) -> None:

@@ -18,22 +18,23 @@ from scripted import GoodServer, Spawner
 from scripted_http import HttpGood, HttpSpawner
 
 PAIR = load(str(Path(__file__).parent / "fixtures" / "workloads" / "pair.toml"))
-TOOLS = {"tools": [{"name": "ping", "inputSchema": {"type": "object"}},
-                   {"name": "add", "inputSchema": {"type": "object", "properties": {
-                       "a": {"type": "number"}, "b": {"type": "number"}}}}]}
-WORK_S = {"ping": 0.001, "add": 0.003}
+TOOLS = {"tools": [{"name": "now", "inputSchema": {"type": "object"}},
+                   {"name": "count", "inputSchema": {"type": "object", "properties": {
+                       "n": {"type": "integer"}}}}]}
+WORK_S = {"now": 0.001, "count": 0.003}
 """Each tool's own time (virtual seconds)."""
 
 
 class PairTools:
-    """The fixture workload's two tools: ``ping`` (no arguments) and ``add`` (a + b)."""
+    """The fixture workload's two tools: ``now`` (no arguments) and ``count`` (1 .. n)."""
 
     def result(self, method, params):
         if method == "tools/list":
             return TOOLS
         if method == "tools/call":
             args = params.get("arguments") or {}
-            text = str(args["a"] + args["b"]) if params["name"] == "add" else "pong"
+            text = (" ".join(str(i) for i in range(1, args["n"] + 1))
+                    if params["name"] == "count" else "12:00")
             return {"content": [{"type": "text", "text": text}]}
         return super().result(method, params)
 
@@ -63,13 +64,13 @@ def test_a_stdio_workload_gives_each_tool_warm_figures_and_a_cold_first_call():
     row = results.servers[0]
     assert row.status == "ok", row.reason
     tools = row.workload["tools"]
-    assert tools["ping"]["warm_ms"]["p50"] == 1.0 and tools["add"]["warm_ms"]["p50"] == 3.0
-    assert tools["add"]["warm_ms"]["n"] == 20 and tools["add"]["warm_ms"]["p95"] == 3.0
+    assert tools["now"]["warm_ms"]["p50"] == 1.0 and tools["count"]["warm_ms"]["p50"] == 3.0
+    assert tools["count"]["warm_ms"]["n"] == 20 and tools["count"]["warm_ms"]["p95"] == 3.0
     # spawn to that tool's answer: the start's phases, then the tool's own time
     before_call = row.phases_ms["tools_list"]["median"]
-    assert tools["ping"]["cold_first_call_ms"]["median"] == before_call + 1.0
-    assert tools["add"]["cold_first_call_ms"]["median"] == before_call + 3.0
-    assert tools["add"]["cold_first_call_ms"]["n"] == 3
+    assert tools["now"]["cold_first_call_ms"]["median"] == before_call + 1.0
+    assert tools["count"]["cold_first_call_ms"]["median"] == before_call + 3.0
+    assert tools["count"]["cold_first_call_ms"]["n"] == 3
     assert row.workload["initialize_ms"] is None  # one session over stdio: no warm initialize
     series = [r["series"] for r in results.run_sequence]
     assert series.count("workload") == 4 and series.count("handshake") == 4
@@ -119,17 +120,17 @@ def test_a_server_adding_40_ms_to_every_tool_call_is_flagged_and_named():
     row = http_row(Delayed)
     work = row.workload
     assert work["shape"] == "per-call" and work["initialize_ms"]["n"] == 40
-    assert work["tools"]["ping"]["warm_ms"]["p50"] == work["tools"]["add"]["warm_ms"]["p50"] \
+    assert work["tools"]["now"]["warm_ms"]["p50"] == work["tools"]["count"]["warm_ms"]["p50"] \
         == 40.0
     flagged = [w for w in row.warnings if w["kind"] == "shared_floor"]
     assert [w["metric"] for w in flagged] == ["workload.tools.*.warm_ms"]
-    assert "add, ping all answer in about 40.0 ms" in flagged[0]["detail"]
+    assert "count, now all answer in about 40.0 ms" in flagged[0]["detail"]
     assert "Nagle's algorithm meeting delayed ACKs" in flagged[0]["detail"]
 
 
 def test_its_control_without_the_delay_is_not_flagged():
     row = http_row(Control)
-    assert row.workload["tools"]["ping"]["warm_ms"]["p50"] == 0.0
+    assert row.workload["tools"]["now"]["warm_ms"]["p50"] == 0.0
     assert not [w for w in row.warnings if w["kind"] == "shared_floor"]
 
 
@@ -142,3 +143,22 @@ def test_the_rule_needs_two_tools_at_one_floor_far_above_initialize():
     assert floor(0.1, {"a": 0.4, "b": 0.4}) is None  # 4x, but not 5 ms above
     assert floor(None, {"a": 40.0, "b": 41.0}) is None  # no initialize to compare with
     assert floor(1.0, {"a": 100.0, "b": 110.0})["nagle"] is False
+
+
+def test_the_table_and_the_per_tool_plot_show_each_tool():
+    from conftest import require_modules
+    from mcpstart.views.table import table
+
+    results = measured(Server(ServerResult("pair"), Command(["pair"])),
+                       spawner=Spawner({"pair": PairServer}))
+    text = table(results)
+    assert "Per tool: workload pair" in text and "shape shared" in text
+    assert "  - now, warm: 1.00 / 1.00 / - ms (n=20); cold first call" in text
+    assert "  - count, warm: 3.00 / 3.00 / - ms (n=20)" in text
+    require_modules("matplotlib", extra="plot")
+    from mcpstart.views.plot import available, figure
+
+    assert "per-tool" in available(results.to_dict())
+    fig = figure(results.to_dict(), "per-tool")
+    widths = sorted(p.get_width() for ax in fig.subfigs[0].axes for p in ax.patches)
+    assert widths == [1.0, 3.0]

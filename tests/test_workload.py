@@ -14,10 +14,10 @@ PAIR = Path(__file__).parent / "fixtures" / "workloads" / "pair.toml"
 def test_the_fixture_file_loads_with_its_defaults_and_weights():
     workload = load(str(PAIR))
     assert workload.name == "pair" and workload.shape == "shared"
-    assert workload.calls == (ToolCall("ping", {}), ToolCall("add", {"a": 2, "b": 40}))
+    assert workload.calls == (ToolCall("now", {}), ToolCall("count", {"n": 5}))
     assert workload.weights == (1.0, 3.0)
     assert not workload.needs_mock_api
-    assert workload.record()["tools"][1] == {"name": "add", "arguments": {"a": 2, "b": 40},
+    assert workload.record()["tools"][1] == {"name": "count", "arguments": {"n": 5},
                                              "weight": 3.0}
 
 

@@ -972,6 +972,8 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     """
     from tabulate import tabulate
 
+    from .per_tool import workload_section  # it formats with this module's helpers
+
     docs = documents(results_list)
     cols = columns(docs, labels, floor=True)
     rows = visible_rows(docs, metrics, compact)
@@ -1011,6 +1013,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         sections.append("\n".join(_startup(doc, label if several else None)))
         sections.append("\n".join(sessions_section(doc, label if several else None)))
         sections.append("\n".join(caps_section(doc, label if several else None)))
+        sections.append("\n".join(workload_section(doc, label if several else None)))
     sections.append("\n".join(_provenance(doc, label if several else None, markdown)
                               for doc, label in zip(docs, labels_)))
     if tablefmt in FORMAT_ONLY:
