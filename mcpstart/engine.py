@@ -25,12 +25,13 @@ from .measure.settings import Settings
 from .measure.startup import LIMITS_S
 from .redact import secrets_of
 from .results import Results
+from .workload import PACKAGED as PACKAGED_WORKLOADS
 from .interrupts import exit_on_signals
 from .transports.session import shutdown_all
 from .transports.tree import child_subreaper
 from .targets.build import cache_root, ensure_built
 from .targets.plan import Plan, PlanError, make_plan
-from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
+from .targets.recipes import WORKLOAD_FOLDER, RecipeError, find_recipe_folder, load_recipes
 from .targets.variants import VariantError, with_variants
 from .views.exports import ExportManager
 
@@ -130,14 +131,18 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
     Raises:
         JobError: the options name no measurable set of servers (targets.plan.PlanError).
     """
+    served = _workload_servers(options, settings, command)
+
     def recipe_folder() -> Path:
-        folder, which = find_recipe_folder(options["recipes_dir"])
+        folder, which = served[:2] if served else find_recipe_folder(options["recipes_dir"])
         progress(which)
         return folder
 
     load_s = options.get("load_seconds")
     if load_s is not None:
         settings = replace(settings, load_s=load_s)
+    if served is not None and not only:
+        only = tuple(served[2])
     try:
         plan = make_plan(command, options["server_specs"], options["configs"],
                          options["client"], name, options["cwd"], only, floor, recipe_folder,
@@ -151,6 +156,37 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
         raise JobError(str(err)) from err
     return Job(plan, settings, argv, subreaper=True, progress=progress,
                **{k: options[k] for k in JOB_OPTIONS if k in options})
+
+
+def _workload_servers(options: dict, settings: Settings, command
+                      ) -> tuple[Path, str, list[str]] | None:
+    """For ``--workload NAME`` (a packaged workload) with no server named and no
+    ``--recipes``: the WORKLOAD_FOLDER beside the recipe folder, the sentence saying so and
+    the names of its recipes whose ``workload`` is NAME; None otherwise (or without that
+    folder: the reference recipes, as without a workload).
+
+    Raises:
+        JobError: the folder holds no recipe for NAME, or a recipe that cannot be read.
+    """
+    workload = settings.workload
+    if workload is None or Path(workload.path).parent.resolve() != PACKAGED_WORKLOADS.resolve() \
+            or command \
+            or options["recipes_dir"] or any(options.get(k) for k in (
+                "server_specs", "configs", "url")):
+        return None
+    try:
+        folder = find_recipe_folder(None)[0].parent / WORKLOAD_FOLDER
+        if not folder.is_dir():
+            return None
+        names = [r.name for r in load_recipes(folder, transport=None)
+                 if r.workload == workload.name and settings.transport in ("both", r.transport)]
+    except RecipeError as err:
+        raise JobError(str(err)) from err
+    if not names:
+        raise JobError(f"no {settings.transport} recipe in {folder} serves the workload "
+                       f"{workload.name} (workload = \"{workload.name}\")")
+    return folder, (f"recipes from {folder} (the servers of the packaged workload "
+                    f"{workload.name})"), names
 
 
 def cache_folder(option: str | None) -> Path:

@@ -65,7 +65,7 @@ def test_every_problem_is_reported_in_one_message(tmp_path):
     assert lines[0] == f"{path}: 10 problems:"
     assert [line.strip() for line in lines[1:]] == [
         "field 'sdk_verison' is not a recipe field here (known: language, sdk, sdk_version, "
-        "source, sources, tool_file, toolchains, transport, build, run, artifact, dependencies, "
+        "source, sources, tool_file, toolchains, transport, workload, build, run, artifact, dependencies, "
         "versions)",
         "field 'language' is empty",
         "field 'sdk' must be a string, not int",

@@ -109,3 +109,41 @@ def test_the_mock_api_serves_only_for_a_workload_that_needs_it():
         assert resolved.record("sequential")["workload"]["mock_api"] == url
     with pytest.raises(urllib.error.URLError):  # stopped with the block
         urllib.request.urlopen(f"{url}/x", timeout=5)
+
+
+def test_a_packaged_workload_alone_measures_the_recipes_that_serve_it(tmp_path, monkeypatch):
+    import shutil
+
+    from mcpstart import engine
+    from mcpstart.engine import JobError, job_for
+    from mcpstart.measure.settings import BASE
+    from dataclasses import replace
+
+    from conftest import toy_recipe, write_recipe
+
+    for name, serves in (("plain", None), ("four", "pair"), ("other", "else")):
+        recipe = toy_recipe()
+        if serves:
+            recipe["workload"] = serves
+        write_recipe(tmp_path, name, recipe, {"server.py": "print()\n"})
+    (tmp_path / "workload-recipes").mkdir()
+    for name in ("four", "other"):
+        shutil.move(tmp_path / "build-recipes" / f"{name}.toml", tmp_path / "workload-recipes")
+    packaged = tmp_path / "workloads"
+    packaged.mkdir()
+    shutil.copy(PAIR, packaged / "pair.toml")
+    monkeypatch.setattr(engine, "PACKAGED_WORKLOADS", packaged)
+    monkeypatch.chdir(tmp_path)
+    options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
+               "recipes_dir": None, "output": None}
+
+    def planned(workload, command=()):
+        job = job_for(command, options, replace(BASE, workload=workload), ["mcpstart"],
+                      lambda _: None)
+        return [r.name for r in job.plan.recipes]
+
+    assert planned(load("pair", packaged)) == ["four"]
+    assert planned(load(str(PAIR))) == ["plain"]  # a file of one's own: the reference set
+    (packaged / "none.toml").write_text('[[tools]]\nname = "x"\n')
+    with pytest.raises(JobError, match="no stdio recipe .* serves the workload none"):
+        planned(load("none", packaged))

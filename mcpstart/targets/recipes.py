@@ -29,12 +29,15 @@ UNDATED_REGISTRIES = ("maven",)
 """Registries that give no release date here, so ``{date}`` cannot be filled in."""
 PLACEHOLDERS = ("{build}", "{src}")
 RECIPE_FOLDER = "build-recipes"
+WORKLOAD_FOLDER = "workload-recipes"
+"""The workload servers' recipes, a sibling of RECIPE_FOLDER (same format, each naming its
+packaged workload: ``workload = "NAME"``)."""
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
 """Where a wheel install keeps its copy of build-recipes/ and servers/ (siblings, as in the
 repository, because a recipe's ``source`` is relative to the recipe folder's parent)."""
 
 _TOP = ("language", "sdk", "sdk_version", "source", "sources", "tool_file", "toolchains",
-        "transport", "build", "run", "artifact", "dependencies", "versions")
+        "transport", "workload", "build", "run", "artifact", "dependencies", "versions")
 _VERSIONS = ("package", "registry", "list", "install_version", "install_path", "workspace",
              "sources")
 
@@ -115,6 +118,8 @@ class Recipe:
             recipe as written.
         broken: why the file cannot be used (a RecipeError's message), for a recipe kept as
             a row of its own (``load_recipes(keep_broken=True)``); None for a usable one.
+        workload: the packaged workload (mcpstart/workloads/NAME.toml) the server serves
+            (``workload = "NAME"``), or None.
     """
 
     name: str
@@ -139,6 +144,7 @@ class Recipe:
     versions: Versions | None = None
     sdk_source: object | None = None
     broken: str | None = None
+    workload: str | None = None
 
     @property
     def has_build(self) -> bool:
@@ -382,6 +388,7 @@ def load_recipe(path: Path) -> Recipe:
 
     run_argv = run.argv("argv", required=True) if run else None
     transport = top.text("transport") or "stdio"
+    workload = top.text("workload")
     if transport not in TRANSPORTS:
         top.fail("transport", f"must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
     elif transport == "http" and run_argv and not any(PORT in a for a in run_argv):
@@ -454,6 +461,7 @@ def load_recipe(path: Path) -> Recipe:
         transport=transport,
         endpoint=endpoint or ENDPOINT,
         versions=versions,
+        workload=workload,
     )
 
 
