@@ -57,7 +57,8 @@ def warm(server: Server, settings: Settings, say: Say) -> None:
         return
     found = block(server.row, settings)
     if not settings.round_trips:
-        server.row.skip_block("workload.tools.*.warm_ms", "--round-trips 0")
+        for call in settings.workload.calls:
+            server.row.skip_block(f"workload.tools.{call.name}.warm_ms", "--round-trips 0")
         return
     per_call = server.transport == "http" and settings.workload.shape == "per-call"
     say(f"{settings.round_trips} warm calls of each of {len(settings.workload.calls)} tools"
