@@ -18,6 +18,7 @@ from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY, THRESHOLD_PCT
 from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
 from ..wire import MODERN_REVISION
+from .per_tool import workload_section
 from .sizing import caps_section, sessions_section
 
 MIB = 1024 * 1024
@@ -971,8 +972,6 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         ValueError: ``labels`` does not hold one label per file.
     """
     from tabulate import tabulate
-
-    from .per_tool import workload_section  # it formats with this module's helpers
 
     docs = documents(results_list)
     cols = columns(docs, labels, floor=True)
