@@ -23,12 +23,12 @@ def arguments(doc: str, **counts: int) -> argparse.Namespace:
     return parser.parse_args()
 
 
-def reference_builds(names: list[str]) -> dict[str, tuple[str, object]]:
-    """``names`` (default: every reference server, stdio and HTTP) built or taken from the
-    build cache: name -> (transport, Command); a server that cannot be built is printed and
-    left out."""
+def reference_builds(names: list[str], folder: Path = RECIPES) -> dict[str, tuple[str, object]]:
+    """``names`` (default: every recipe of ``folder``, the reference servers, stdio and HTTP)
+    built or taken from the build cache: name -> (transport, Command); a server that cannot
+    be built is printed and left out."""
     builds = {}
-    for recipe in load_recipes(RECIPES, names or None, transport=None):
+    for recipe in load_recipes(folder, names or None, transport=None):
         build = ensure_built(recipe, cache_root())
         if build.ok:
             builds[recipe.name] = (recipe.transport, build.command())

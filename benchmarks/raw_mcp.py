@@ -112,14 +112,25 @@ class Http:
                     raise RuntimeError(f"nothing listens on port {self.port}")
                 time.sleep(0.01)
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        self.headers = dict(ACCEPT)
         self._next_id = 1
         self._response = None
-        self.initialized = self.request("initialize", _initialize_params())
+        self.initialized = self.open_session()
+
+    def open_session(self) -> Answer:
+        """A new session on the connection: ``initialize`` (its Answer returned), its
+        Mcp-Session-Id kept, then ``notifications/initialized``."""
+        self.headers = dict(ACCEPT)
+        answer = self.request("initialize", _initialize_params())
         self.headers.update({"Mcp-Session-Id": self._response.getheader("Mcp-Session-Id"),
                              "MCP-Protocol-Version": REVISION})
         self.conn.request("POST", "/mcp", json.dumps(
             {"jsonrpc": "2.0", "method": "notifications/initialized"}), self.headers)
+        self.conn.getresponse().read()
+        return answer
+
+    def end_session(self) -> None:
+        """DELETE the session."""
+        self.conn.request("DELETE", "/mcp", headers=self.headers)
         self.conn.getresponse().read()
 
     def request(self, method: str, params: dict) -> Answer:
@@ -150,8 +161,7 @@ class Http:
 
     def __exit__(self, *exc) -> None:
         try:
-            self.conn.request("DELETE", "/mcp", headers=self.headers)
-            self.conn.getresponse().read()
+            self.end_session()
         except (OSError, http.client.HTTPException):
             pass
         self.conn.close()

@@ -16,7 +16,8 @@ from . import __version__, defaults
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "zed", "codex")
 """The editor configs --config reads (targets.configs.CLIENTS; kept here for a fast --help)."""
 SHAPES = ("json", "csv", "markdown")
-PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "why", "http", "history")
+PLOT_KINDS = ("cold-start", "memory", "footprint", "timeline", "why", "http", "per-tool",
+              "history")
 
 
 def _progress(step) -> None:
@@ -276,6 +277,12 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--args", "call_args", metavar="JSON", help='Arguments of --call, any JSON object: '
         "'{}' (none), '{\"n\": 30}'; \"{payload}\" in a string value becomes the large "
         'call\'s text (none: no large call) [default: {"text": "{payload}"}].'),
+    opt("--workload", metavar="FILE|NAME", check=_lib(".workload:load"),
+        help="Tools to call, per tool, their weights and the session shape (a workload "
+             "file, or a packaged one by name: docs/workloads.md); replaces --call/--args."),
+    opt("--mock-latency-ms", "mock_api_latency_ms", default=0.0,
+        type=click.FloatRange(min=0), check=_finite(),
+        help="Wait of the mock API a workload's {mock_api} arguments call, per answer."),
     targets_opts, opt("--name", help="Name of the server given after --."),
     opt("--floor", is_flag=True, help="Also measure the C floor server (the least possible)."),
     opt("--pause-ms", default=defaults.PAUSE_MS, type=click.FloatRange(min=0), check=FINITE_S),
@@ -326,6 +333,11 @@ def measure(command, quiet, fmt, full, **kw) -> None:
 
     kw["exports"] = exports = _exports(kw)
     call = _input(ToolCall.parse, kw["call_tool"], kw["call_args"])
+    if kw["workload"] is not None:
+        if call is not None:
+            raise InputError("--workload names the tools to call: give it without --call "
+                             "and --args")
+        call = kw["workload"].calls[0]
 
     def show(outcome, display) -> None:
         shown = outcome.shown()

@@ -20,15 +20,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import Progress, platforms
-from .measure import run, server
+from .measure import mock_api, run, server
 from .measure.settings import Settings
 from .measure.startup import LIMITS_S
 from .redact import secrets_of
 from .results import Results
+from .workload import PACKAGED as PACKAGED_WORKLOADS
 from .transports.tree import child_subreaper
 from .targets.build import cache_root, ensure_built
 from .targets.plan import Plan, PlanError, make_plan
-from .targets.recipes import RecipeError, find_recipe_folder, load_recipes
+from .targets.recipes import (WORKLOAD_RECIPE_FOLDER, RecipeError, find_recipe_folder,
+                               load_recipes)
 from .targets.variants import VariantError, with_variants
 from .views.exports import ExportManager
 
@@ -128,8 +130,10 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
     Raises:
         JobError: the options name no measurable set of servers (targets.plan.PlanError).
     """
+    served = _workload_servers(options, settings, command)
+
     def recipe_folder() -> Path:
-        folder, which = find_recipe_folder(options["recipes_dir"])
+        folder, which = served[:2] if served else find_recipe_folder(options["recipes_dir"])
         progress(which)
         return folder
 
@@ -137,6 +141,8 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
     load_s = options.get("load_seconds")
     if load_s is not None:
         settings = replace(settings, load_s=load_s)
+    if served is not None and not only:
+        only = tuple(served[2])
     try:
         plan = make_plan(command, options["server_specs"], options["configs"],
                          options["client"], name, options["cwd"], only, floor, recipe_folder,
@@ -178,6 +184,37 @@ def following(settings: Settings, subreaper: bool) -> Iterator[None]:
     linux = subreaper and settings.layer == "linux"
     with platforms.using(settings.layer), child_subreaper() if linux else nullcontext():
         yield
+
+
+def _workload_servers(options: dict, settings: Settings, command
+                      ) -> tuple[Path, str, list[str]] | None:
+    """For ``--workload NAME`` (a packaged workload) with no server named and no
+    ``--recipes``: the WORKLOAD_RECIPE_FOLDER beside the recipe folder, the sentence saying so
+    and the names of its recipes whose ``workload`` is NAME; None otherwise (or without that
+    folder: the reference recipes, as without a workload).
+
+    Raises:
+        JobError: the folder holds no recipe for NAME, or a recipe that cannot be read.
+    """
+    workload = settings.workload
+    if workload is None or Path(workload.path).parent.resolve() != PACKAGED_WORKLOADS.resolve() \
+            or command \
+            or options["recipes_dir"] or any(options.get(k) for k in (
+                "server_specs", "configs", "url")):
+        return None
+    try:
+        folder = find_recipe_folder(None)[0].parent / WORKLOAD_RECIPE_FOLDER
+        if not folder.is_dir():
+            return None
+        names = [r.name for r in load_recipes(folder, transport=None)
+                 if r.workload == workload.name and settings.transport in ("both", r.transport)]
+    except RecipeError as err:
+        raise JobError(str(err)) from err
+    if not names:
+        raise JobError(f"no {settings.transport} recipe in {folder} serves the workload "
+                       f"{workload.name} (workload = \"{workload.name}\")")
+    return folder, (f"recipes from {folder} (the servers of the packaged workload "
+                    f"{workload.name})"), names
 
 
 def cache_folder(option: str | None) -> Path:
@@ -252,9 +289,10 @@ def measure(job: Job) -> Outcome:
         raise JobError(f"cannot write the results file {job.output}: "
                        f"{err.strerror or err}") from err
     try:
-        with following(job.settings, job.subreaper):
+        with following(job.settings, job.subreaper), \
+                mock_api.for_workload(job.settings) as settings:
             servers, toolchains = _servers(job)
-            results = run.measure(servers, job.settings, job.argv, toolchains, job.progress,
+            results = run.measure(servers, settings, job.argv, toolchains, job.progress,
                                   rewrite, budget, job.sessions)
     except SystemExit as stop:
         if isinstance(stop.code, int) and stop.code > 128:

@@ -78,6 +78,10 @@ class ServerResult:
     ``rate_missed`` (reached under 90% of it). ``latency_ms.errors`` and
     ``session_ms.errors``: ``{total, by_class}``, the calls and sessions an HTTP error status
     failed (round_trip_ms's; the others are timed)."""
+    workload: dict | None = None
+    """A workload's per-tool figures (measure/per_tool.py; docs/results.md#workload):
+    ``{shape, initialize_ms, tools: {NAME: {warm_ms, cold_first_call_ms}}}``; None without
+    ``--workload``."""
     launcher: dict | None = None
     dual_era: dict | None = None
     caching: dict | None = None

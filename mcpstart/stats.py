@@ -84,6 +84,21 @@ def summarize(samples: list[float], warmup_samples: list[float] | None = None) -
     return block
 
 
+P99_MIN_SAMPLES = 100
+"""Fewest samples for which a latency series' p99 is reported (below, it is the max)."""
+
+
+def latency(samples: list[float]) -> dict:
+    """A latency series as ``{n, p50, p95, p99, mean, samples}`` (ms in, ms out): ``summarize``'s
+    median and p95 (null under P95_MIN_SAMPLES), the p99 by the same inclusive interpolation
+    (null under P99_MIN_SAMPLES), every sample as given."""
+    stats = summarize(samples)
+    p99 = (statistics.quantiles(samples, n=100, method="inclusive")[98]
+           if len(samples) >= P99_MIN_SAMPLES else None)
+    return {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"], "p99": p99,
+            "mean": stats["mean"], "samples": samples}
+
+
 def summarize_runs(runs: Iterable[tuple[float | None, bool]]) -> dict:
     """``summarize`` of a series' runs as ``(value, warmup)`` pairs in run order; a run
     without a value (it got no answer) is left out."""

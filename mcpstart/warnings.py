@@ -78,6 +78,9 @@ class Kind(StrEnum):
     """compare: the two files come from different machines."""
     PHASE_RULE = "phase_rule"
     """compare: the two files time the phases past the handshake by different rules."""
+    SHARED_FLOOR = "shared_floor"
+    """tools doing different work answer in one common time far above initialize (a cost
+    common to every call; near 40 ms, likely Nagle's algorithm meeting delayed ACKs)."""
     CLIENTS_DISAGREE = "clients_disagree"
     """a message that some official SDKs' clients refuse and others read (measured as read)."""
 
@@ -292,6 +295,18 @@ def load_bound(rates: dict[str, float], floor: str) -> dict:
                                     f"scenario against {floor} in this run): the server's rate "
                                     "is at least that (Locust's master/worker mode scales the "
                                     "engine out)", "http.load")
+
+
+def shared_floor(metric: str, hit: dict) -> dict:
+    """``hit``: measure/shared_floor.floor's finding on the series ``metric``."""
+    detail = (f"{', '.join(hit['tools'])} all answer in about {hit['floor_ms']:.1f} ms (p50) "
+              f"whatever each does, against {hit['initialize_ms']:.2f} ms for initialize on "
+              "the same server: a cost common to every tool call, not the tools' own work")
+    if hit["nagle"]:
+        detail += ("; near 40 ms it has the signature of Nagle's algorithm meeting delayed "
+                   "ACKs (a likely cause: a response written in more than one small write "
+                   "without TCP_NODELAY waits for the client's delayed ACK, 40 ms on Linux)")
+    return warning(Kind.SHARED_FLOOR, detail, metric)
 
 
 # ---- compare (views/compare.py) ----------------------------------------------------------

@@ -67,6 +67,17 @@ SMALL_TEXT = payload_text(16)
 warm round trips: made once, not inside a timed phase."""
 
 
+def fill(value, mark: str, text: str):
+    """``value`` (any JSON value) with ``mark`` replaced by ``text`` in every string in it."""
+    if isinstance(value, str):
+        return value.replace(mark, text)
+    if isinstance(value, list):
+        return [fill(v, mark, text) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, mark, text) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """The tool mcpstart calls: ``name`` and its ``arguments`` (a JSON object whose values may
@@ -78,15 +89,7 @@ class ToolCall:
 
     def params(self, text: str) -> dict:
         """``tools/call`` params with ``text`` put where ``{payload}`` stands."""
-        def fill(value):
-            if isinstance(value, str):
-                return value.replace(PAYLOAD_MARK, text)
-            if isinstance(value, list):
-                return [fill(v) for v in value]
-            if isinstance(value, dict):
-                return {k: fill(v) for k, v in value.items()}
-            return value
-        return {"name": self.name, "arguments": fill(self.arguments)}
+        return {"name": self.name, "arguments": fill(self.arguments, PAYLOAD_MARK, text)}
 
     @property
     def carries_payload(self) -> bool:

@@ -10,8 +10,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).parent.parent / "mcpstart"
 
 FLOORS = (
-    {"mcpstart", "defaults", "warnings", "endpoint", "redact", "interrupts", "wire", "command",
-     "platforms"},
+    {"mcpstart", "defaults", "warnings", "endpoint", "redact", "interrupts", "wire", "workload",
+     "command", "platforms"},
     {"stats", "results", "runs", "transports"},
     {"targets"},
     {"measure"},

@@ -42,11 +42,11 @@ from .. import Progress, Step, warnings as warn
 from ..command import Command
 from ..endpoint import Endpoint
 from ..results import Results, ServerResult, dig
-from ..stats import summarize, summarize_runs
+from ..stats import latency, summarize_runs
 from ..transports.http import PORT
 from ..transports.session import Session
 from ..wire import ToolCall, initialize_request
-from . import load, spawn
+from . import load, per_tool, spawn
 from .client import NO_TOOL, SeriesErrors, chosen_call, initialize_result, list_tools
 from .server import Server, guard
 from .session_cost import listener_processes, session_costs
@@ -91,9 +91,11 @@ def summarize_series(server: Server) -> None:
 
 
 def after_session(server: Server, settings: Settings, say: Say) -> None:
-    """``http.latency_ms`` from the tool session's round trips, then the full sessions
-    (none when ``settings.http_sessions`` is 0: both blocks n/a)."""
+    """``http.latency_ms`` from the tool session's round trips, a workload's warm per-tool
+    figures (per_tool.warm), then the full sessions (none when ``settings.http_sessions``
+    is 0: both blocks n/a)."""
     _latency(server.row)
+    per_tool.warm(server, settings, say)
     if not settings.http_sessions:
         for block in ("http.session_ms", "http.sessions_leak"):
             server.row.skip_block(block, "no full sessions were asked for (http_sessions 0)")
@@ -110,11 +112,7 @@ def _latency(row) -> None:
     samples = (row.round_trip_ms or {}).get("samples")
     if not samples:
         return
-    stats = summarize(samples)
-    cuts = load._percentiles(samples)
-    row.http["latency_ms"] = {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"],
-                              "p99": cuts["p99"] if stats["n"] >= 100 else None,
-                              "mean": stats["mean"], "samples": samples,
+    row.http["latency_ms"] = {**latency(samples),
                               **({"errors": row.round_trip_ms["errors"]}
                                  if "errors" in row.round_trip_ms else {})}
 
@@ -245,9 +243,10 @@ def _load(server: Server, settings: Settings) -> None:
         processes = (transport.processes.scan() if transport.processes is not None
                      else listener_processes(transport.endpoint))
         endpoint: Endpoint = transport.endpoint
+        own = replace(settings, workload=None) if server.ceiling_only else settings
         for scenario in load.SCENARIOS:
             try:
-                block = load.run_scenario(endpoint, scenario, settings, call, processes,
+                block = load.run_scenario(endpoint, scenario, own, call, processes,
                                           engine_cpus, server_cpus)
                 blocks.append({**block, "answer_shape": transport.answer_shape})
             except load.LoadError as err:  # the engine's failure, not the server's

@@ -136,7 +136,8 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
             "duration_s": duration, "timeout_s": timeout,
             "rate": settings.load_rate, "rate_per_user": settings.load_rate / users,
             "output": str(output),
-            "call": call.params(SMALL_TEXT), "reversed": call.verifiable}))
+            "call": call.params(SMALL_TEXT), "reversed": call.verifiable,
+            **_workload(settings)}))
         argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
                 "--users", str(users), "--spawn-rate", str(max(users, 1000)),
                 "--run-time", f"{int(duration + timeout) + 2}s", "--stop-timeout",
@@ -163,6 +164,19 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
             raise LoadError(f"the load engine (Locust {version}) exited with "
                             f"{engine.returncode} and no records; it said: {tail or 'nothing'}")
         return json.loads(output.read_text()), samples, version
+
+
+def _workload(settings: Settings) -> dict:
+    """The engine's configuration for ``settings.workload`` (locust_mcp.py): ``calls``, each
+    ``{params, weight}``, one drawn by weight per call and its requests named
+    ``tools/call NAME``, and ``think_s``, the pause after each iteration of the unpaced
+    scenarios; {} without a workload (one call, named ``tools/call``, no pause)."""
+    workload = settings.workload
+    if workload is None:
+        return {}
+    return {"calls": [{"params": c.params(SMALL_TEXT), "weight": w}
+                      for c, w in zip(workload.calls, workload.weights)],
+            "think_s": workload.think_ms / 1000}
 
 
 def engine_bound(block: dict, ceilings: list[dict]) -> dict:

@@ -6,7 +6,10 @@ Its configuration is the JSON file that ``MCPSTART_LOAD`` names: ``{host, port, 
 headers, scenario, users, duration_s, timeout_s, rate, rate_per_user, output, call,
 reversed}``:
 ``call`` the tools/call params, ``reversed`` whether the answer is checked as the reversal of
-``call.arguments.text`` (reverse_text), else that the tool reported no error. Scenarios:
+``call.arguments.text`` (reverse_text), else that the tool reported no error; with a workload
+(load._workload) ``calls`` ``[{params, weight}]``, each call drawn among them by weight and
+named ``tools/call NAME``, and ``think_s``, the pause after each iteration of the unpaced
+scenarios ("session", "calls"). Scenarios:
 - "session": a full session per iteration, as the k6 benchmark runs it: POST initialize,
   POST notifications/initialized, POST tools/call, DELETE;
 - "calls": tools/call on one persistent session per user, one in flight per user;
@@ -31,6 +34,7 @@ time out) and are counted; then the runner quits. ``output`` gets the records.
 import itertools
 import json
 import os
+import random
 import time
 
 import gevent
@@ -62,6 +66,8 @@ INDEX = itertools.count()
 """Each user's place in the open loop's schedule."""
 SCHEDULING: set = set()
 """The open loop's users with slots not yet begun: the runner waits for them too."""
+CALLS = CONFIG.get("calls")
+"""A workload's calls (None: CONFIG["call"] alone)."""
 
 
 class Failed(Exception):
@@ -126,7 +132,7 @@ class McpUser(User):
     """One user: its own keep-alive connection, one request in flight."""
 
     wait_time = (constant_throughput(CONFIG["rate_per_user"]) if CONFIG["scenario"] == "rate"
-                 else constant(0))
+                 else constant(CONFIG.get("think_s", 0)))
 
     def on_start(self):
         self.http = self.client()
@@ -216,10 +222,15 @@ class McpUser(User):
         self.exchange("notifications/initialized", "POST", body.encode(), self.headers(), None)
 
     def call(self, http: HTTPClient | None = None, intended: float | None = None):
-        result, _ = self.rpc("tools/call", CONFIG["call"], http, intended)
+        if CALLS:
+            params = random.choices(CALLS, [c["weight"] for c in CALLS])[0]["params"]
+            name = f"tools/call {params['name']}"
+        else:
+            params, name = CONFIG["call"], "tools/call"
+        result, _ = self.rpc("tools/call", params, http, intended, name)
         content = result.get("content") if isinstance(result, dict) else None
         said = "".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
-        if CONFIG["reversed"] and said != CONFIG["call"]["arguments"]["text"][::-1]:
+        if CONFIG["reversed"] and said != params["arguments"]["text"][::-1]:
             raise Failed("protocol", f"tools/call answered {said[:60]!r}")
         if not isinstance(content, list) or result.get("isError") is True:
             raise Failed("protocol", f"tools/call: the tool reported an error or no content: "
@@ -239,11 +250,11 @@ class McpUser(User):
                           None)
 
     def rpc(self, method: str, params: dict, http: HTTPClient | None = None,
-            intended: float | None = None):
+            intended: float | None = None, name: str | None = None):
         rpc_id, self.next_id = self.next_id, self.next_id + 1
         body = json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params})
-        return self.exchange(method, "POST", body.encode(), self.headers(), rpc_id, http,
-                             intended)
+        return self.exchange(name or method, "POST", body.encode(), self.headers(), rpc_id,
+                             http, intended)
 
     def exchange(self, name: str, method: str, body: bytes, headers: dict, rpc_id,
                  http: HTTPClient | None = None, intended: float | None = None):

@@ -22,8 +22,8 @@ from ..results import Results, ServerResult, is_floor
 from ..stats import series_warnings, summarize
 from ..transports.session import SessionError, unanswered
 from ..wire import SMALL_TEXT, modern_request
-from . import (attribution, http_steps, launcher, limits, machine, revisions, stdio_steps,
-               tokens, usage)
+from . import (attribution, http_steps, launcher, limits, machine, per_tool, revisions,
+               shared_floor, stdio_steps, tokens, usage)
 from .cold import cold_start, modern_start
 from .matrix import first_start, matrix, none_supported
 from .server import Server, guard
@@ -166,6 +166,8 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     modern = [s for s in spawned if revisions.speaks_modern(s.row.protocol or {})]
     _cold_starts(modern, steps, settings, order, results, progress, on_update, "modern")
     for series in steps.series:
+        if series == "workload" and settings.workload is None:
+            continue
         _cold_starts([s for s in spawned if not s.never_started], steps, settings, order,
                      results, progress, on_update, series)
     floor = floor_of(live, steps.floor)
@@ -193,13 +195,15 @@ def _cold_starts(servers: list[Server], steps: Steps, settings: Settings, order:
                  kind: str) -> None:
     """Warm-up and counted runs of one kind of series for each server, in ``order``:
     "handshake" (``_one_run``; a launched server's "direct" and "offline" series, launcher.py,
-    share its rounds in either order: ``run_order``), "modern" (``modern_run``) or "dual"
-    (stdio_steps.dual_run), each on the server's own transport (``Server.spawning``). Each
+    share its rounds in either order: ``run_order``), "modern" (``modern_run``), "dual"
+    (stdio_steps.dual_run) or "workload" (per_tool.cold_run: a cold start per tool of
+    ``settings.workload``, run only with one), each on the server's own transport (``Server.spawning``). Each
     run is recorded in ``results.run_sequence`` (the series' name after ``steps.tag``). A
     server whose run fails keeps its samples and leaves the later rounds (a direct or
     offline run that fails stops only its own series). The results are rewritten after
     each round (interleaved) or server (sequential)."""
-    runs = {"handshake": _one_run, "modern": modern_run, "dual": stdio_steps.dual_run}
+    runs = {"handshake": _one_run, "modern": modern_run, "dual": stdio_steps.dual_run,
+            "workload": per_tool.cold_run}
     entries = {}
     for server in servers:
         entries[server.row.name] = (server, kind)
@@ -416,6 +420,7 @@ def _finish(server: Server, settings: Settings, env: dict,
         row.warnings.append(warn.negotiated_other(settings.requested_revision, negotiated))
     for cause in server.skips.causes.values():
         row.fail(cause)
+    row.warnings += shared_floor.warnings(row)
     row.warnings += server.traffic.warnings()
     row.traffic = server.traffic.record()
     total = sum(server.traffic.notifications.values())

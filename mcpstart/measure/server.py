@@ -44,6 +44,8 @@ class Server:
     launch: launcher.Launch | None = None
     dual: list[tuple[dict, bool]] = field(default_factory=list)
     dual_error: str | None = None
+    tool_firsts: dict = field(default_factory=dict)
+    """A workload's per-tool cold starts: tool name -> [(first call ms or None, warmup)]."""
     stopped: bool = False
     done: bool = False
     transport: str = "stdio"

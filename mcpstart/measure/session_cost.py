@@ -61,9 +61,12 @@ def rss(processes: list[psutil.Process]) -> int | None:
     return total if seen else None
 
 
-def one_session(transport: HttpTransport, settings: Settings, call: ToolCall) -> tuple[float, int | None]:
-    """A full session on ``transport``: returns its ms (initialize sent to DELETE answered)
-    and the DELETE's HTTP status (405: the server keeps sessions until they expire).
+def one_session(transport: HttpTransport, settings: Settings, call: ToolCall
+                ) -> tuple[float, int | None, dict[str, float]]:
+    """A full session on ``transport``: returns its ms (initialize sent to DELETE answered),
+    the DELETE's HTTP status (405: the server keeps sessions until they expire) and
+    ``{"initialize": ms, "tools/call": ms}``, each request handed to the transport to its
+    answer (Response.answer_ms).
 
     Raises:
         SessionError: a request got no usable answer, or the tool reported an error.
@@ -71,15 +74,17 @@ def one_session(transport: HttpTransport, settings: Settings, call: ToolCall) ->
     transport.new_session()
     session = Session(transport, settings.waits)
     start = transport.now_ns()
-    initialize_result(session.request("initialize", {
+    init = session.request("initialize", {
         "protocolVersion": settings.requested_revision, "capabilities": {},
-        "clientInfo": client_info()}, settings.timeout_s))
+        "clientInfo": client_info()}, settings.timeout_s)
+    initialize_result(init)
     session.notify("notifications/initialized")
     outcome = call_tool(session, call, SMALL_TEXT, settings.timeout_s)
     if outcome.is_error:
         raise tool_error(call, outcome)
     status = transport.end_session(settings.timeout_s)
-    return (transport.now_ns() - start) / 1e6, status
+    return (transport.now_ns() - start) / 1e6, status, {
+        "initialize": init.answer_ms, "tools/call": outcome.response.answer_ms}
 
 
 def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
@@ -107,7 +112,7 @@ def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
     times, statuses = [], set()
     for n in range(1, count + 1):
         try:
-            ms, status = one_session(transport, settings, call)
+            ms, status, _ = one_session(transport, settings, call)
         except HttpStatusError as err:
             errors.count(err)
             if errors.total == count:

@@ -14,6 +14,7 @@ from ..transports.http import HttpTransport
 from ..transports.session import Waits
 from ..transports.stdio import StdioTransport
 from ..wire import ToolCall
+from ..workload import Workload
 from .memory import Sampling, SettleRule
 
 PHASE_RULE = ("from the spawn, the server's time only: the initialize answer, then each later "
@@ -47,7 +48,11 @@ class Settings:
         probe_floor_s: the least derived wait of a revision-matrix probe.
         fallback_timeout_s: how long a dual-era client waits for the server/discover probe
             before it falls back to initialize (None: dual_era.DEFAULT_FALLBACK).
-        call: the tool to call (None: reverse_text where the server lists it).
+        call: the tool to call (None: reverse_text where the server lists it; with a
+            workload, its first tool).
+        workload: the tools called per tool, their weights under load and the session
+            shape (workload.py; docs/workloads.md), or None.
+        mock_api_latency_ms: how long the mock API (mock_api.py) waits before each answer.
         settle: when idle memory counts as settled.
         waits: a session's fixed waits (shutdown grace, diagnosis after a timeout).
         probe_grace_s: the shutdown grace of a revision-matrix probe and of the unprobed
@@ -94,6 +99,8 @@ class Settings:
     probe_floor_s: float = defaults.PROBE_FLOOR_S
     fallback_timeout_s: float | None = None
     call: ToolCall | None = None
+    workload: Workload | None = None
+    mock_api_latency_ms: float = 0.0
     settle: SettleRule = SettleRule()
     waits: Waits = Waits()
     probe_grace_s: float = 0.5
@@ -137,6 +144,8 @@ class Settings:
             "fallback_timeout_s": self.fallback_timeout_s,
             "call_tool": self.call.name if self.call else None,
             "call_arguments": self.call.arguments if self.call else None,
+            "workload": self.workload.record() if self.workload else None,
+            "mock_api_latency_ms": self.mock_api_latency_ms,
             "settle_rule": self.settle.describe(),
             "sample_interval_ms": self.sampling.interval_s * 1000,
             "rescan_interval_ms": self.sampling.rescan_s * 1000,

@@ -1,5 +1,6 @@
 """The stdio transport's steps of the run loop (run.py, steps.Steps): the cold page cache
-and the launchers before the cold starts, the dual-era series, and after the tool session the
+and the launchers before the cold starts, the dual-era series, a workload's per-tool cold
+starts (per_tool.py), and after the tool session the
 launcher block, the dual-era block and the caching hints. The row's stdio blocks
 (``handshake_ms``, ``phases_ms``, ``modern_ms``) are the loop's series summarized here."""
 
@@ -11,7 +12,7 @@ from .. import Progress, Step, warnings as warn
 from ..stats import summarize_runs
 from ..transports.session import SessionError
 from ..wire import initialize_request
-from . import caching_hints, dual_era, launcher, revisions, spawn
+from . import caching_hints, dual_era, launcher, per_tool, revisions, spawn
 from .server import Server, guard
 from .settings import Settings
 from .steps import Say, Steps
@@ -38,6 +39,7 @@ def summarize_series(server: Server) -> None:
     if any(server.modern.values()):
         row.modern_ms = {series: summarize_runs(pairs) if pairs else None
                          for series, pairs in server.modern.items()}
+    per_tool.summarize(server)
 
 
 def _cold_cache(server: Server, settings: Settings) -> None:
@@ -98,8 +100,9 @@ def dual_run(server: Server, settings: Settings, warmup: bool, what: str) -> Non
 
 def after_session(server: Server, settings: Settings, say: Say) -> None:
     """What sizes a stdio server in an editor's setup, once its series and tool session are
-    done: the launcher block, the dual-era block and the caching hints (one untimed start,
-    for a modern server)."""
+    done: a workload's warm per-tool figures (per_tool.warm), the launcher block, the
+    dual-era block and the caching hints (one untimed start, for a modern server)."""
+    per_tool.warm(server, settings, say)
     say("caching hints")
     row = server.row
     if server.launch is not None:
@@ -130,8 +133,9 @@ def after_session(server: Server, settings: Settings, say: Say) -> None:
                                       (row.phases_ms or {}).get("first_call"))
 
 
-STEPS = Steps("stdio", ("dual",),
+STEPS = Steps("stdio", ("dual", "workload"),
               {"handshake": "cold start", "modern": "modern-era cold start",
                "direct": "direct cold start", "offline": "offline cold start",
-               "dual": "dual-era cold start", "matrix": "revision matrix"},
+               "dual": "dual-era cold start", "workload": "per-tool cold start",
+               "matrix": "revision matrix"},
               "", prepare, summarize_series, after_session, None, lambda row: row.handshake_ms)

@@ -19,6 +19,8 @@ own axis, fastest first (a log axis would make bar lengths meaningless).
   mapping;
 - http: the HTTP cold start (initialize answered, as cold start), requests/s and p95 latency
   per scenario, each on its own axis, the engine's ceiling and the floor's p95 as lines;
+- per-tool: a workload's warm p50 per tool (and initialize's, where per-call sessions timed
+  it) side by side per server (docs/workloads.md);
 - history: views/history.py.
 
 A run whose servers carry the "load" warning (docs/warnings.md) is marked "noisy run" in a
@@ -125,6 +127,23 @@ def _http_data(doc: dict, figure_: str, divisor: float = 1.0
     for s in servers(doc):
         values = [(title, None if (v := number_or_none(dig(s, f"http.load.{key}.{figure_}"))) is None
                    else v / divisor) for key, title in SCENARIOS]
+        if any(v is not None for _, v in values):
+            out.append((name_of(s), values))
+    return out
+
+
+def _tool_data(doc: dict) -> list[tuple[str, list[tuple[str, float | None]]]]:
+    """(server, [(request, warm p50 ms)]) of each server with a ``workload`` block:
+    ``initialize`` first where it was timed, then the tools in the workload's order."""
+    out = []
+    for s in servers(doc):
+        block = s.get("workload")
+        if not isinstance(block, dict):
+            continue
+        values = ([("initialize", number_or_none(dig(block, "initialize_ms.p50")))]
+                  if isinstance(block.get("initialize_ms"), dict) else [])
+        values += [(name, number_or_none(dig(tool, "warm_ms.p50")))
+                   for name, tool in (block.get("tools") or {}).items()]
         if any(v is not None for _, v in values):
             out.append((name_of(s), values))
     return out
@@ -380,6 +399,15 @@ def _why(sf, doc: dict) -> None:
               dict(zip(names, CLASS_COLORS)))
 
 
+def _per_tool(sf, doc: dict) -> None:
+    """A workload's warm p50 per tool, side by side per server (a tool floor shows as bars of
+    one length far past initialize's)."""
+    rows = _tool_data(doc)
+    names = list(dict.fromkeys(name for _, values in rows for name, _ in values))
+    colors = {name: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, name in enumerate(names)}
+    _bars(sf, rows, "Warm latency per tool: p50", "milliseconds", False, colors, fmt=fmt_ms)
+
+
 def _height_rows(rows: int) -> float:
     return 1.4 + ROW * rows
 
@@ -395,6 +423,7 @@ CHARTS = {
             + 3 * bool(_start_data(doc) and _split_data(doc))),
     "http": (_http, lambda doc: (2 * len(_series(doc, "http.start_ms.initialize"))
                                  + 2 * len(_http_data(doc, "rps")) + 2 * len(_http_data(doc, "latency_ms.p95")))),
+    "per-tool": (_per_tool, lambda doc: sum(len(values) for _, values in _tool_data(doc))),
 }
 """Kind -> (draw on a (sub)figure, its number of rows: 0 when the results cannot fill it)."""
 

@@ -18,6 +18,7 @@ from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY, THRESHOLD_PCT
 from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
 from ..wire import MODERN_REVISION
+from .per_tool import workload_section
 from .sizing import caps_section, sessions_section
 
 MIB = 1024 * 1024
@@ -1076,6 +1077,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         sections.append("\n".join(_startup(doc, label if several else None)))
         sections.append("\n".join(sessions_section(doc, label if several else None)))
         sections.append("\n".join(caps_section(doc, label if several else None)))
+        sections.append("\n".join(workload_section(doc, label if several else None)))
     sections.append("\n".join(_provenance(doc, label if several else None, markdown)
                               for doc, label in zip(docs, labels_)))
     if tablefmt in FORMAT_ONLY:

@@ -1,0 +1,126 @@
+"""Are mcpstart's per-tool warm figures the server's? Each tool of a workload called warm by
+mcpstart's per-tool step (measure/per_tool.py ``warm``: its own spawn, WARMUP uncounted calls,
+then the counted ones, over mcpstart's stdio or HTTP transport) and by a plain client
+(benchmarks/raw_mcp.py: pipes and a buffered readline, or http.client on a kept-alive
+connection; no mcpstart code on the timed path), the same calls in the same shape: on one
+session, or over HTTP with the shape "per-call" each in a full session of its own, timed from
+the call's request to its answer. The methods alternate round by round (each goes first in
+every other round), each round a fresh server.
+
+Prints per server and tool the p50 and p95 of all counted calls of each method, their ratio,
+and met/MISSED against the target: mcpstart's figure within 10% + 0.2 ms of the plain
+client's, either way. Asserts nothing.
+
+Usage:
+  python benchmarks/workload_check.py [--rounds 4] [--calls 100] [--workload NAME] [NAMES...]
+      the recipes NAMES of workload-recipes/ (default: all), the workload default benchmark;
+  python benchmarks/workload_check.py [--rounds 4] [--calls 100] --workload FILE -- CMD...
+      one server of your own (over HTTP when CMD holds {port}).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import raw_mcp
+from checks import header, load_average, reference_builds, verdict
+from mcpstart.command import Command
+from mcpstart.measure import per_tool
+from mcpstart.measure.server import Server
+from mcpstart.measure.settings import Settings
+from mcpstart.results import ServerResult
+from mcpstart.targets.recipes import PORT
+from mcpstart.wire import SMALL_TEXT
+from mcpstart.workload import load
+
+RATIO, SLACK_MS = 0.10, 0.2
+WORKLOAD_RECIPES = Path(__file__).parent.parent / "workload-recipes"
+
+
+def mcpstart_round(name: str, transport: str, command, settings: Settings) -> dict[str, list]:
+    """One fresh server's per-tool warm samples from mcpstart: tool -> [ms]."""
+    server = Server(ServerResult(name, transport), command, transport=transport)
+    per_tool.warm(server, settings, lambda _text: None)
+    if server.row.status != "ok":
+        raise RuntimeError(f"{name}: mcpstart: {server.row.reason}")
+    return {tool: block["warm_ms"]["samples"] for tool, block in
+            server.row.workload["tools"].items()}
+
+
+def plain_round(transport: str, command, settings: Settings) -> dict[str, list]:
+    """The same calls from the plain client on one fresh server: tool -> [ms]."""
+    workload, out = settings.workload, {}
+    per_call = transport == "http" and workload.shape == "per-call"
+    with raw_mcp.client(command, transport) as plain:
+        for call in workload.calls:
+            params, times = call.params(SMALL_TEXT), []
+            for index in range(per_tool.WARMUP + settings.round_trips):
+                if per_call:
+                    plain.end_session()
+                    plain.open_session()
+                answer = plain.request("tools/call", params)
+                if "error" in answer.message or answer.message["result"].get("isError"):
+                    raise RuntimeError(f"plain client: {call.name}: {answer.message}")
+                if index >= per_tool.WARMUP:
+                    times.append(answer.ms)
+            out[call.name] = times
+    return out
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """(p50, p95) in ms, p95 by linear interpolation."""
+    return statistics.median(samples), statistics.quantiles(samples, n=20,
+                                                            method="inclusive")[18]
+
+
+def met(mine: float, theirs: float) -> bool:
+    return abs(mine - theirs) <= RATIO * theirs + SLACK_MS
+
+
+def check(name: str, transport: str, command, settings: Settings, rounds: int) -> None:
+    samples = {"mcpstart": {}, "plain": {}}
+    for round_ in range(rounds):
+        order = ("mcpstart", "plain") if round_ % 2 == 0 else ("plain", "mcpstart")
+        for method in order:
+            got = (mcpstart_round(name, transport, command, settings) if method == "mcpstart"
+                   else plain_round(transport, command, settings))
+            for tool, times in got.items():
+                samples[method].setdefault(tool, []).extend(times)
+    for tool in samples["plain"]:
+        mine, theirs = percentiles(samples["mcpstart"][tool]), percentiles(samples["plain"][tool])
+        for figure, a, b in (("p50", mine[0], theirs[0]), ("p95", mine[1], theirs[1])):
+            print(verdict(f"{name} {tool}", f"warm {figure}", a, b, met(a, b), "ms"))
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    command = argv[argv.index("--") + 1:] if "--" in argv else None
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--workload", default="benchmark")
+    parser.add_argument("names", nargs="*")
+    args = parser.parse_args(argv[:argv.index("--")] if command else argv)
+    settings = replace(Settings(), workload=load(args.workload), round_trips=args.calls)
+    if command:
+        servers = {Path(command[0]).name: ("http" if any(PORT in a for a in command)
+                                           else "stdio", Command(command))}
+    elif WORKLOAD_RECIPES.is_dir():
+        servers = reference_builds(args.names, WORKLOAD_RECIPES)
+    else:
+        sys.exit("no workload-recipes/ folder: give --workload FILE -- CMD")
+    print(f"workload {settings.workload.name} (shape {settings.workload.shape}); "
+          f"{args.rounds} rounds of {args.calls} calls per tool and method, alternating; "
+          f"target within {RATIO:.0%} + {SLACK_MS} ms; {load_average()} at start")
+    print(header("plain client"))
+    for name, (transport, cmd) in servers.items():
+        check(name, transport, cmd, settings, args.rounds)
+    print(f"{load_average()} at the end")
+
+
+if __name__ == "__main__":
+    main()

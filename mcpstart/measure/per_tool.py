@@ -1,0 +1,152 @@
+"""A workload's per-tool figures (workload.py; docs/workloads.md), in the row's ``workload``
+block ``{shape, tools: {NAME: {warm_ms, cold_first_call_ms}}, initialize_ms}``:
+
+- ``warm_ms``: ``settings.round_trips`` counted calls of each tool (after WARMUP uncounted
+  ones), one in flight, on a server started for them after the tool session: over stdio,
+  and over HTTP with the shape "shared", on one session (warm.round_trips); over HTTP with
+  the shape "per-call", each call in a full session of its own (initialize,
+  notifications/initialized, the call, DELETE: session_cost.one_session), the call's own
+  time, the sessions' initialize times making ``initialize_ms`` (the reference the shared
+  floor rule, shared_floor.py, compares the tools with);
+- ``cold_first_call_ms`` (stdio): per tool, cold starts whose first call is that tool
+  (cold.cold_start with that call: spawn to its answer, by settings.PHASE_RULE), in the run
+  loop's rounds as the series "workload";
+- under load, the engine names each tool's calls ``tools/call NAME``
+  (``http.load[].by_request``, locust_mcp.py).
+
+A tool whose calls fail leaves its figure null with the cause in ``not_measured`` and fails
+the row; the other tools are still measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..results import ServerResult
+from ..stats import latency, summarize_runs
+from ..transports.session import Exited, NoAnswer, SessionError
+from ..wire import initialize_request
+from . import spawn
+from .client import HttpStatusError, SeriesErrors, Skips, initialize_result
+from .cold import cold_start
+from .server import Server, guard
+from .session_cost import one_session
+from .settings import Settings
+from .steps import Say
+from .warm import round_trips
+
+WARMUP = 5
+"""Uncounted calls of each tool before its counted ones (a first call's own code paths, a
+JIT's compilation, are not a warm figure)."""
+
+
+def block(row: ServerResult, settings: Settings) -> dict:
+    """The row's ``workload`` block, made empty (every figure null) on first use."""
+    if row.workload is None:
+        row.workload = {"shape": settings.workload.shape, "initialize_ms": None,
+                        "tools": {c.name: {"warm_ms": None, "cold_first_call_ms": None}
+                                  for c in settings.workload.calls}}
+    return row.workload
+
+
+def warm(server: Server, settings: Settings, say: Say) -> None:
+    """Each tool's ``warm_ms`` (and over HTTP per-call ``initialize_ms``) on a fresh start of
+    ``server`` (module doc); nothing without a workload or with ``--round-trips 0`` (then
+    n/a)."""
+    if settings.workload is None:
+        return
+    found = block(server.row, settings)
+    if not settings.round_trips:
+        for call in settings.workload.calls:
+            server.row.skip_block(f"workload.tools.{call.name}.warm_ms", "--round-trips 0")
+        return
+    per_call = server.transport == "http" and settings.workload.shape == "per-call"
+    say(f"{settings.round_trips} warm calls of each of {len(settings.workload.calls)} tools"
+        + (", each in a session of its own" if per_call else ""))
+    guard(server, lambda: _warm(server, server.spawning(settings), found, per_call))
+
+
+def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> None:
+    first = initialize_request(settings.requested_revision)
+    with spawn.started([(server.command, first)], settings, timed=False) as (session,):
+        initialize_result(session.wait(1, settings.timeout_s))
+        session.notify("notifications/initialized")
+        inits = []
+        for call in settings.workload.calls:
+            errors = SeriesErrors()
+            try:
+                if per_call:
+                    times = _sessions(session.transport, settings, call, errors)
+                    inits += [t["initialize"] for t in times]
+                    figure = latency([t["tools/call"] for t in times])
+                else:
+                    for _ in range(WARMUP):
+                        round_trips(session, call, 1, settings.timeout_s)
+                    figure = round_trips(session, call, settings.round_trips,
+                                         settings.timeout_s, errors)
+                    figure = {**latency(figure["samples"]),
+                              **({"errors": figure["errors"]} if "errors" in figure else {})}
+            except (Exited, NoAnswer):
+                raise
+            except SessionError as err:
+                server.row.skip_block(f"workload.tools.{call.name}.warm_ms", str(err))
+                server.row.fail(str(err))
+                continue
+            if per_call and errors.total:
+                figure["errors"] = errors.record()
+            if errors.total:
+                server.row.warnings.append(errors.warning(
+                    f"workload.tools.{call.name}.warm_ms", settings.round_trips))
+            found["tools"][call.name]["warm_ms"] = figure
+        found["initialize_ms"] = latency(inits) if inits else None
+
+
+def _sessions(transport, settings: Settings, call, errors: SeriesErrors) -> list[dict]:
+    """WARMUP uncounted then ``settings.round_trips`` counted full sessions calling ``call``
+    (session_cost.one_session): each counted one's ``{initialize, tools/call}`` ms; a
+    session an HTTP error status failed is counted in ``errors`` and left out.
+
+    Raises:
+        SessionError: as one_session (an HTTP error status only when every session got one).
+    """
+    times = []
+    for index in range(WARMUP + settings.round_trips):
+        try:
+            _, _, parts = one_session(transport, settings, call)
+        except HttpStatusError as err:
+            transport.end_session(settings.timeout_s)
+            if index < WARMUP:
+                continue
+            errors.count(err)
+            if errors.total == settings.round_trips:
+                raise
+            continue
+        if index >= WARMUP:
+            times.append(parts)
+    return times
+
+
+def cold_run(server: Server, settings: Settings, warmup: bool, what: str) -> None:
+    """One cold start per tool of the workload whose first call is that tool (the run loop's
+    series "workload"); a start whose call fails leaves that run's figure out and notes the
+    cause (``not_measured``), the other tools go on."""
+    block(server.row, settings)
+    for call in settings.workload.calls:
+        skips = Skips()
+        sample = cold_start(server.command, replace(settings, call=call), skips,
+                            server.before_spawn)
+        server.traffic.merge(sample["traffic"])
+        server.row.orphans += sample["shutdown"].orphans
+        server.tool_firsts.setdefault(call.name, []).append((sample["first_call"], warmup))
+        for cause in skips.causes.values():
+            server.row.skip_block(f"workload.tools.{call.name}.cold_first_call_ms",
+                                  f"{what}: {cause}")
+
+
+def summarize(server: Server) -> None:
+    """The per-tool cold starts so far as each tool's ``cold_first_call_ms`` stats block."""
+    if not server.tool_firsts:
+        return
+    tools = server.row.workload["tools"]
+    for name, pairs in server.tool_firsts.items():
+        tools[name]["cold_first_call_ms"] = summarize_runs(pairs)
