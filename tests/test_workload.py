@@ -132,7 +132,9 @@ def test_a_packaged_workload_alone_measures_the_recipes_that_serve_it(tmp_path, 
     packaged = tmp_path / "workloads"
     packaged.mkdir()
     shutil.copy(PAIR, packaged / "pair.toml")
+    shutil.copy(PAIR, packaged / "else.toml")
     monkeypatch.setattr(engine, "PACKAGED_WORKLOADS", packaged)
+    monkeypatch.setattr("mcpstart.targets.recipes.WORKLOADS", packaged)
     monkeypatch.chdir(tmp_path)
     options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
                "recipes_dir": None, "output": None}

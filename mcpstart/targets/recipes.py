@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..endpoint import ENDPOINT, endpoint_path
+from ..workload import PACKAGED as PACKAGED_WORKLOADS
 
 DEPENDENCY_METHODS = ("npm-installed", "python-venv", "go-binary", "cargo-tree", "maven",
                       "none")
@@ -32,7 +33,7 @@ RECIPE_FOLDER = "build-recipes"
 WORKLOAD_RECIPE_FOLDER = "workload-recipes"
 """The workload servers' recipes (sibling of RECIPE_FOLDER, same format, each with
 ``workload``): built only when asked for by name or folder, never by a default run."""
-WORKLOADS = Path(__file__).resolve().parent.parent / "workloads"
+WORKLOADS = PACKAGED_WORKLOADS
 """Where the workload files a recipe's ``workload`` names live (``<name>.toml``)."""
 PACKAGED = Path(__file__).resolve().parent.parent / "reference"
 """Where a wheel install keeps its copy of build-recipes/, workload-recipes/ and servers/
