@@ -64,3 +64,26 @@ def test_a_server_adding_40_ms_to_every_tool_call_is_flagged_warm_and_under_load
     flagged = {w["metric"]: w["detail"] for w in row.warnings if w["kind"] == "shared_floor"}
     assert "workload.tools.*.warm_ms" in flagged and "http.load.session.by_request" in flagged
     assert "Nagle" in flagged["workload.tools.*.warm_ms"]
+
+
+def test_the_mock_api_adds_no_delayed_ack_stall():
+    """Twenty GETs on one kept-alive connection to the mock API answer in a few ms each: with
+    Nagle's algorithm on its socket the body, written after the headers, waits for the
+    client's delayed ACK, about 40 ms on Linux, on every fetch."""
+    import http.client
+    import statistics
+    import time
+    from urllib.parse import urlsplit
+
+    from mcpstart.measure import mock_api
+
+    with mock_api.serving(0) as url:
+        conn = http.client.HTTPConnection(urlsplit(url).netloc)
+        times = []
+        for _ in range(20):
+            start = time.perf_counter()
+            conn.request("GET", "/api")
+            assert conn.getresponse().read().startswith(b'{"path": "/api"')
+            times.append((time.perf_counter() - start) * 1000)
+        conn.close()
+    assert statistics.median(times) < 20, times
