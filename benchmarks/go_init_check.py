@@ -16,22 +16,18 @@ NAMES: Go recipes (default: go). Builds what is stale (mcpstart's build cache).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import statistics
 import subprocess
-from pathlib import Path
 
+from checks import arguments, load_average, reference_builds
 from mcpstart.measure import go_init
 from mcpstart.measure.profiled import profiled_start
 from mcpstart.measure.settings import Settings
-from mcpstart.targets.build import cache_root, ensure_built
-from mcpstart.targets.recipes import load_recipes
 from mcpstart.transports.tree import child_subreaper
 
-RECIPES = Path(__file__).parent.parent / "build-recipes"
 TRACE = re.compile(r"^init (\S+) @\S+ ms, ([0-9.]+) ms clock")
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
@@ -69,17 +65,9 @@ def by_hand(argv: list[str], cwd: str | None, modules: list[str]) -> dict[str, f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("names", nargs="*", default=["go"])
-    parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
+    args = arguments(__doc__, rounds=7)
     settings = Settings(timeout_s=60)
-    for recipe in load_recipes(RECIPES, args.names):
-        build = ensure_built(recipe, cache_root())
-        if not build.ok:
-            print(f"{recipe.name}: {build.status}: {build.reason}")
-            continue
-        command = build.command()
+    for name, (_transport, command) in reference_builds(args.names or ["go"]).items():
         binary = go_init.go_executable(command)
         info = go_init.build_info(binary)
         modules = modules_by_go(binary)
@@ -95,8 +83,7 @@ def main() -> None:
                     found = go_init.attribute(go_init.parse(text), info)
                     over += found["import_ms"] > ms
                     ours.append({name: d["self_ms"] for name, d in found["distributions"].items()})
-        print(f"{recipe.name}: {args.rounds} rounds, alternating; load average "
-              f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
+        print(f"{name}: {args.rounds} rounds, alternating; {load_average()}")
         print(f"  sum of inits above the profiled start: {over} of {args.rounds} runs "
               f"({'met' if over == 0 else 'MISSED'})")
         print(f"  {'module':44} {'mcpstart ms':>11} {'by hand ms':>10} {'ratio':>6}  target")

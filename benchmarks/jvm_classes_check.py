@@ -14,7 +14,6 @@ NAMES: recipes whose command starts with ``java`` (default: java).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -22,14 +21,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from checks import arguments, load_average, reference_builds
 from mcpstart.measure import jvm_classes
 from mcpstart.measure.profiled import profiled_start
 from mcpstart.measure.settings import Settings
-from mcpstart.targets.build import cache_root, ensure_built
-from mcpstart.targets.recipes import load_recipes
 from mcpstart.transports.tree import child_subreaper
 
-RECIPES = Path(__file__).parent.parent / "build-recipes"
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {},
     "clientInfo": {"name": "jvm_classes_check", "version": "1"}}}) + "\n"
@@ -61,17 +58,9 @@ def by_hand(argv: list[str], cwd: str | None, log: str) -> dict[str, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("names", nargs="*", default=["java"])
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = arguments(__doc__, rounds=5)
     settings = Settings(timeout_s=120)
-    for recipe in load_recipes(RECIPES, args.names):
-        build = ensure_built(recipe, cache_root())
-        if not build.ok:
-            print(f"{recipe.name}: {build.status}: {build.reason}")
-            continue
-        command = build.command()
+    for name, (_transport, command) in reference_builds(args.names or ["java"]).items():
         ours, theirs = [], []
         with tempfile.TemporaryDirectory() as folder, child_subreaper():
             for index in range(args.rounds):
@@ -85,8 +74,7 @@ def main() -> None:
                                                 lambda _p, log=log: Path(log).read_text())
                     found = jvm_classes.parse(text)
                     ours.append({"(all)": found["classes"], **found["sources"]})
-        print(f"{recipe.name}: {args.rounds} rounds, alternating; load average "
-              f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
+        print(f"{name}: {args.rounds} rounds, alternating; {load_average()}")
         print(f"  {'classes from':36} {'mcpstart':>9} {'by hand':>8} {'ratio':>6}  target")
         for name in sorted(theirs[0], key=lambda n: -theirs[0][n]):
             mine = statistics.median(r.get(name, 0) for r in ours)
