@@ -27,7 +27,8 @@ from ..stats import latency, summarize_runs
 from ..transports.session import Exited, NoAnswer, SessionError
 from ..wire import initialize_request
 from . import spawn
-from .client import HttpStatusError, SeriesErrors, Skips, initialize_result
+from .client import (HttpStatusError, SeriesErrors, Skips, chosen_call, initialize_result,
+                     list_tools)
 from .cold import cold_start
 from .server import Server, guard
 from .session_cost import one_session
@@ -71,10 +72,12 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
     with spawn.started([(server.command, first)], settings, timed=False) as (session,):
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
+        listing = list_tools(session, settings.timeout_s)
         inits = []
         for call in settings.workload.calls:
             errors = SeriesErrors()
             try:
+                chosen_call(call, listing)  # a tool it does not list, or arguments missing
                 if per_call:
                     times = _sessions(session.transport, settings, call, errors)
                     inits += [t["initialize"] for t in times]

@@ -254,6 +254,16 @@ def start_shares(_value, server: dict) -> str | None:
     return ", ".join(f"{word} {ms / whole:.0%}" for word, (_, ms) in zip(words, split))
 
 
+def _unpinned(settings) -> str:
+    """Why a load block pinned no CPU: the portable process layer, or --server-cpus leaving
+    the engine none."""
+    settings = settings if isinstance(settings, dict) else {}
+    if settings.get("process_layer") == "portable":
+        return "the portable process layer pins none"
+    return (f"--server-cpus {settings.get('server_cpus', 1)} would leave the load engine no "
+            "CPU of this machine's")
+
+
 def top_holder(split) -> tuple[str, int, float] | None:
     """The class of ``memory.idle_split`` (docs/results.md) holding the most RSS: ``(class,
     rss_bytes, share of the split's summed RSS)``; None without a split or RSS."""
@@ -916,9 +926,11 @@ def _http_notes(docs: list[dict], rows: list[Row]) -> list[str]:
             f"fixed rate: {dig(docs[0], 'settings.load_rate') or '?'} requests/s in all, as a closed "
             "loop (Locust's constant_throughput: paced users, a late answer delays the next call) "
             "and as an open loop (calls started on a schedule whatever the answers, each timed "
-            "from its intended send time, so a stall shows in every call behind it); server on CPU "
-            f"{cpus.get('server')}, engine on CPU {cpus.get('engine')} from their spawn; "
-            "latency from mcpstart's unrounded time of every request, errors included "
+            "from its intended send time, so a stall shows in every call behind it); "
+            + (f"server on CPU {cpus['server']}, engine on CPU {cpus.get('engine')} from their "
+               "spawn; " if cpus.get("server") else
+               f"nothing pinned ({_unpinned(dig(docs[0], 'settings'))}); ")
+            + "latency from mcpstart's unrounded time of every request, errors included "
             "(Locust's histogram rounds to whole ms under 100 ms)"
             + (f"; ceiling: the same scenario against {ceiling} in this run answering in the "
                f"server's own answer shape (JSON or event stream), the engine's own "
