@@ -78,8 +78,9 @@ def _quietly(read, default):
 
 def parents() -> dict[int, int | None]:
     """pid -> parent pid of every process on the machine: read from /proc/PID/stat where
-    there is a /proc (proc(5): the second field after the command name's closing parenthesis;
-    a tenth of the CPU psutil's process_iter spends per process), else psutil's."""
+    there is a /proc (proc(5): the second field after the command name's closing
+    parenthesis), else psutil's. A scan reads every process, often: /proc directly spares
+    the psutil.Process psutil's process_iter makes and checks for each."""
     if not os.path.isdir("/proc"):
         return {proc.pid: proc.info["ppid"] for proc in psutil.process_iter(["ppid"])}
     found = {}
