@@ -19,7 +19,7 @@ from mcpstart.transports.clients import (CARRIERS, DEVIATIONS, ENDS, LAST, PYTHO
 
 from conftest import unavailable
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.untimed]  # what clients do, not how fast
 
 ROOT = Path(__file__).parent.parent
 PROBES = Path(__file__).parent / "clients"

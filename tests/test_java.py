@@ -38,7 +38,7 @@ RUNTIME_2_1_0 = {
     ("org.reactivestreams:reactive-streams", "1.0.4"),
 }
 
-pytestmark = pytest.mark.e2e  # builds the Java reference server
+pytestmark = [pytest.mark.e2e, pytest.mark.untimed]  # builds the Java reference server
 
 
 @pytest.fixture(scope="module")

@@ -80,6 +80,7 @@ def test_a_report_that_cannot_be_written(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.untimed  # what a browser shows
 def test_headless_chromium_shows_the_table_and_the_plots_with_no_console_message(tmp_path):
     """The screenshot (report.png) stays in tmp_path: it shows the table's grid (#ccc) and
     the plots' bars (plot.IDLE, #4C72B0), which only appear when the embedded PNGs load."""

@@ -14,7 +14,7 @@ from mcpstart.measure.memory import Curve, SettleRule
 from mcpstart.measure.client import ProbeError, Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.wire import UNICODE_CHECK, ToolCall, payload_text
-from mcpstart.transports.tree import child_subreaper, is_subreaper
+from mcpstart.transports.tree import child_subreaper, is_subreaper, parents
 
 from conftest import FAST_SETTLE, fake_command, fast
 from test_faults import session_row
@@ -56,6 +56,25 @@ def test_peak_memory_of_a_one_process_call_is_the_high_water_mark(fake):
     # sampled RSS never sees more than the high-water mark, up to the kernel's per-CPU
     # RSS counter slack (a few hundred KiB)
     assert memory["peak_rss_bytes_sampled"] <= memory["peak_rss_bytes_payload"] + MIB
+
+
+def test_the_parents_read_from_proc_are_psutils():
+    """tree.parents reads /proc itself (the process-tree scan's cost): the same parent pids
+    as psutil for every process both list, and this process's child under this process."""
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        before = {p.pid: p.info["ppid"] for p in psutil.process_iter(["ppid"])}
+        ours = parents()
+        after = {p.pid: p.info["ppid"] for p in psutil.process_iter(["ppid"])}
+        # the processes of the machine that kept their parent meanwhile
+        steady = {pid for pid in ours.keys() & before.keys() & after.keys()
+                  if before[pid] == after[pid]}
+        assert len(steady) > 3 and child.pid in steady
+        assert {pid: ours[pid] for pid in steady} == {pid: before[pid] for pid in steady}
+        assert ours[child.pid] == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_child_that_lives_only_during_the_call_is_counted(fake):

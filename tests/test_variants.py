@@ -224,6 +224,7 @@ def test_report_puts_each_server_before_its_variants_in_version_order():
 
 
 @pytest.mark.e2e
+@pytest.mark.untimed  # a build and its resolved packages
 def test_an_old_python_sdk_release_builds_with_the_dependencies_of_its_day(tmp_path):
     """python@2.1.1 from PyPI, resolved as of its release's day: the SDK version found among
     the shipped packages is 2.1.1, and the resolved list is pip's own listing of the venv."""

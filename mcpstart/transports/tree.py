@@ -82,6 +82,24 @@ def _quietly(read, default):
         return default
 
 
+def parents() -> dict[int, int | None]:
+    """pid -> parent pid of every process on the machine: read from /proc/PID/stat where
+    there is a /proc (proc(5): the second field after the command name's closing
+    parenthesis), else psutil's. A scan reads every process, often: /proc directly spares
+    the psutil.Process psutil's process_iter makes and checks for each."""
+    if not os.path.isdir("/proc"):
+        return {proc.pid: proc.info["ppid"] for proc in psutil.process_iter(["ppid"])}
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    found[int(name)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # exited meanwhile
+    return found
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)
@@ -136,9 +154,8 @@ class ProcessSet:
         """Look at every process on the machine once and add the server's new ones.
         Returns the live members (``alive()``)."""
         me, my_sid = os.getpid(), os.getsid(0)
-        others = []
-        for proc in psutil.process_iter(["ppid"]):
-            pid, ppid = proc.pid, proc.info["ppid"]
+        others = {}
+        for pid, ppid in parents().items():
             if pid in self.members or pid == me:
                 continue
             try:
@@ -146,27 +163,35 @@ class ProcessSet:
             except OSError:
                 continue
             if sid == self.leader or pgid == self.leader:
-                self._add(proc)
+                self._add_pid(pid)
             elif (self._subreaper and ppid == me and pid not in _SPAWNED and sid != my_sid
-                  and self._started_after_spawn(proc)):
-                self._add(proc)
+                  and self._started_after_spawn(pid)):
+                self._add_pid(pid)
             else:
-                others.append(proc)
+                others[pid] = ppid
         grew = True
         while grew:  # descendants of members, however deep, in whatever order listed
             grew = False
-            for proc in list(others):
-                if proc.info["ppid"] in self.members:
-                    self._add(proc)
-                    others.remove(proc)
+            for pid, ppid in list(others.items()):
+                if ppid in self.members:
+                    self._add_pid(pid)
+                    del others[pid]
                     grew = True
         return self.alive()
 
-    def _started_after_spawn(self, proc: psutil.Process) -> bool:
+    def _started_after_spawn(self, pid: int) -> bool:
         try:  # both start times in the same clock (boot time plus jiffies)
-            return self.spawned_at is not None and proc.create_time() >= self.spawned_at
+            return (self.spawned_at is not None
+                    and psutil.Process(pid).create_time() >= self.spawned_at)
         except psutil.Error:
             return False
+
+    def _add_pid(self, pid: int) -> None:
+        try:
+            proc = psutil.Process(pid)
+        except psutil.Error:
+            return
+        self._add(proc)
 
     def _add(self, proc: psutil.Process, leader: bool = False) -> None:
         """Watch ``proc``; a zombie is left out, except the leader, which mcpstart must reap."""
