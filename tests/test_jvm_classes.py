@@ -73,3 +73,15 @@ def test_why_shows_the_classes_and_go_package_inits():
     assert "package init: 4.62 ms of a 10.0 ms profiled start" in text
     assert "interpreter" not in text and "    github.com/acme/sdk: 2.50, 2" in text
     assert "    github.com/acme/sdk/jsonschema: 2.00, 81256, 296" in text
+
+
+def test_why_without_a_breakdown_says_the_rows_own_reason():
+    import pytest
+    from mcpstart.views.why import why
+    portable = {"name": "c", "status": "ok",
+                "not_measured": {"start_usage": "not read by the portable process layer"}}
+    failed = {"name": "m", "status": "failed", "reason": "the OOM killer ended it"}
+    with pytest.raises(ValueError, match="c has no start breakdown: not read by the portable"):
+        why({"servers": [portable]}, "c")
+    with pytest.raises(ValueError, match="m has no start breakdown: it failed: the OOM killer"):
+        why({"servers": [failed]}, "m")

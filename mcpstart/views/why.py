@@ -20,9 +20,15 @@ def why(doc: dict, name: str | None = None) -> str:
                 or s.get("classes")), None)
     if row is None:
         names = ", ".join(name_of(s) for s in servers(doc))
-        raise ValueError(f"no server {name!r} in the file (it holds {names})" if not rows else
-                         f"{name_of(rows[0])} has no start breakdown "
-                         f"(measured with --no-attribution, or it never started)")
+        if not rows:
+            raise ValueError(f"no server {name!r} in the file (it holds {names})")
+        said = (rows[0].get("not_measured") or {}).get("start_usage") \
+            if isinstance(rows[0].get("not_measured"), dict) else None
+        status = rows[0].get("status")
+        raise ValueError(f"{name_of(rows[0])} has no start breakdown: " + (
+            said if isinstance(said, str) else
+            f"it {status}: {rows[0].get('reason')}" if status in ("failed", "skipped") else
+            "it never started, or the file was written before start breakdowns"))
     median = cold_start_median(row)
     lines = [f"{name_of(row)}: cold start median "
              f"{'-' if median is None else fmt_ms(median)} ms"]
