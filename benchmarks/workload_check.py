@@ -29,7 +29,7 @@ from pathlib import Path
 import raw_mcp
 from checks import header, load_average, reference_builds, verdict
 from mcpstart.command import Command
-from mcpstart.measure import per_tool
+from mcpstart.measure import mock_api, per_tool
 from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
@@ -117,8 +117,9 @@ def main() -> None:
           f"{args.rounds} rounds of {args.calls} calls per tool and method, alternating; "
           f"target within {RATIO:.0%} + {SLACK_MS} ms; {load_average()} at start")
     print(header("plain client"))
-    for name, (transport, cmd) in servers.items():
-        check(name, transport, cmd, settings, args.rounds)
+    with mock_api.for_workload(settings) as settings:  # {mock_api}: the run's own mock API
+        for name, (transport, cmd) in servers.items():
+            check(name, transport, cmd, settings, args.rounds)
     print(f"{load_average()} at the end")
 
 
