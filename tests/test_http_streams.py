@@ -4,7 +4,13 @@ with Last-Event-ID."""
 
 import json
 
-from scripted_http import HttpGood, Wire, answer
+from mcpstart.measure.client import call_tool
+from mcpstart.measure.session_cost import one_session
+from mcpstart.transports.session import Session
+from mcpstart.wire import SMALL_TEXT, ToolCall
+
+from conftest import fast
+from scripted_http import HttpGood, HttpSpawner, Wire, answer
 from test_http_faults import longest_life_s, measured, said
 
 STREAM_HEAD = answer(200, b"", "text/event-stream", framing="close")
@@ -143,3 +149,27 @@ def test_nothing_overtakes_a_notification_that_awaits_its_202():
             for r in transport.requests}
     assert sent["POSTnotifications/initialized"] < sent["GETNone"] < sent["POSTtools/list"]
     assert transport.now_s >= 1.0
+
+
+def test_a_call_held_behind_a_slow_notification_is_timed_from_going_out():
+    """A server that takes 50 ms (virtual) to answer notifications/initialized with its 202:
+    the call waits for it, as clients send messages in order. Its answer_ms (handed to the
+    transport) holds that wait, its call_ms (what a client times for the call) does not."""
+    class SlowAccept(HttpGood):
+        def http(self, request):
+            if request.method == "POST" and isinstance(request.message, dict) \
+                    and request.message.get("method") == "notifications/initialized":
+                return [Wire("bytes", answer(202, content_type=""), after_s=0.05)]
+            return [Wire("bytes", wire.data, after_s=0.002) for wire in super().http(request)]
+
+    transport = HttpSpawner(SlowAccept)()
+    transport.start()
+    session = Session(transport)
+    session.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                   "clientInfo": {"name": "t", "version": "1"}}, 5)
+    session.notify("notifications/initialized")
+    outcome = call_tool(session, ToolCall(), SMALL_TEXT, 5)
+    assert abs(outcome.response.call_ms - 2.0) < 0.5
+    assert outcome.response.answer_ms >= 50
+    _, _, parts = one_session(transport, fast(), ToolCall())
+    assert abs(parts["tools/call"] - 2.0) < 0.5 and abs(parts["initialize"] - 2.0) < 0.5

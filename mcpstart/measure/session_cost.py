@@ -65,8 +65,8 @@ def one_session(transport: HttpTransport, settings: Settings, call: ToolCall
                 ) -> tuple[float, int | None, dict[str, float]]:
     """A full session on ``transport``: returns its ms (initialize sent to DELETE answered),
     the DELETE's HTTP status (405: the server keeps sessions until they expire) and
-    ``{"initialize": ms, "tools/call": ms}``, each request handed to the transport to its
-    answer (Response.answer_ms).
+    ``{"initialize": ms, "tools/call": ms}``, each request from going out to its answer
+    (Response.call_ms: the call after the notification's 202, as a client sends it).
 
     Raises:
         SessionError: a request got no usable answer, or the tool reported an error.
@@ -84,7 +84,7 @@ def one_session(transport: HttpTransport, settings: Settings, call: ToolCall
         raise tool_error(call, outcome)
     status = transport.end_session(settings.timeout_s)
     return (transport.now_ns() - start) / 1e6, status, {
-        "initialize": init.answer_ms, "tools/call": outcome.response.answer_ms}
+        "initialize": init.call_ms, "tools/call": outcome.response.call_ms}
 
 
 def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,

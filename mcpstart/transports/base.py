@@ -208,3 +208,10 @@ class Transport(ABC):
     def now_ns(self) -> int:
         """Nanoseconds of the clock that stamps frames (``t0_ns``, ``Frame.at_ns``)."""
         return time.perf_counter_ns()
+
+    def went_out_ns(self, request_id) -> int | None:
+        """When the request ``request_id`` went out (``now_ns``), where the transport held
+        it back after it was handed over (HTTP: behind a notification awaiting its 202, as
+        clients send messages in order); None: it went out when handed over. Asked once,
+        when its answer is read."""
+        return None

@@ -353,6 +353,8 @@ class HttpTransport(Transport):
         self._notes: list[str] = []
         self._connections: list[_Connection] = []
         self._queue: deque[_Exchange] = deque()
+        self._went_out: dict[object, int] = {}
+        """JSON-RPC id -> when its request began to go out (went_out_ns)."""
         self._frames: list[Frame] = []
         self._retry_at: float | None = None
         self._look_at_s = LOOK_MIN_S  # since the spawn: when its listeners are next read
@@ -448,6 +450,10 @@ class HttpTransport(Transport):
                 and self._queue[-1].method == "notifications/initialized":
             self._queue.append(self._stream())
         self._assign()
+
+    def went_out_ns(self, request_id) -> int | None:
+        """When the request began to go out on a connection (base.Transport.went_out_ns)."""
+        return self._went_out.pop(request_id, None)
 
     def listen(self) -> None:
         """From the next ``notifications/initialized`` on, each session of this transport
@@ -722,6 +728,8 @@ class HttpTransport(Transport):
             return
         conn.exchange = exchange
         conn.used += 1
+        if exchange.kind == "request":
+            self._went_out.setdefault(exchange.rpc_id, self.now_ns())
         for part in data:
             conn.out.append(part)
         if not conn.connecting:

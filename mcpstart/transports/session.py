@@ -64,7 +64,7 @@ class Exited(SessionError):
 class Response:
     """The answer to one request. ``at_ns``: ``time.perf_counter_ns()`` right after the read
     that completed its line; ``size_bytes``: the line's length as written (line end
-    excluded); ``sent_ns``: when the request was handed to the pipe; ``invalid_utf8``: what
+    excluded); ``sent_ns``: when the request was handed to the transport; ``invalid_utf8``: what
     the answer's invalid UTF-8 is and what clients do with it (jsonrpc.Decoded), else None."""
 
     message: dict
@@ -72,12 +72,21 @@ class Response:
     size_bytes: int
     sent_ns: int
     invalid_utf8: str | None = None
+    went_ns: int = 0
+    """When the request went out: ``sent_ns``, or later where the transport held it back
+    (Transport.went_out_ns: over HTTP, behind a notification awaiting its 202)."""
 
     @property
     def answer_ms(self) -> float:
         """From the request handed to the transport to its answer, in ms: the server's time
         (and the transport's framing of this one request), none of the caller's."""
         return (self.at_ns - self.sent_ns) / 1e6
+
+    @property
+    def call_ms(self) -> float:
+        """From the request going out to its answer, in ms: what a client that sends its
+        messages in order times for this one request (per-tool warm latency)."""
+        return (self.at_ns - (self.went_ns or self.sent_ns)) / 1e6
 
 
 @dataclass
@@ -479,8 +488,9 @@ class Session:
             self.traffic.irregular[note] += 1
         _, sent = self._pending.pop(request_id)
         self._answers += 1
+        went = self.transport.went_out_ns(request_id)
         return Response(parsed.answer.message, line.at_ns, len(line.data), sent or self.t0_ns,
-                        decoded.invalid_utf8)
+                        decoded.invalid_utf8, went or sent or self.t0_ns)
 
     def _on_notification(self, message: dict, request_id, what: str) -> None:
         """Count a notification; one that cancels the awaited request ends its wait."""
