@@ -8,6 +8,7 @@ docs/warnings.md lists the kinds (a test checks it lists exactly these).
 
 from __future__ import annotations
 
+import json
 from enum import StrEnum
 
 
@@ -78,6 +79,9 @@ class Kind(StrEnum):
     """compare: the two files come from different machines."""
     PHASE_RULE = "phase_rule"
     """compare: the two files time the phases past the handshake by different rules."""
+    SETTINGS = "settings"
+    """compare: the two files were measured with different settings that shape figures (a
+    workload, a memory limit, the process layer, the payload ...)."""
     SHARED_FLOOR = "shared_floor"
     """tools doing different work answer in one common time far above initialize (a cost
     common to every call; near 40 ms, likely Nagle's algorithm meeting delayed ACKs)."""
@@ -330,6 +334,13 @@ def phase_rule(old: str | None, new: str | None) -> dict:
     return warning(Kind.PHASE_RULE, f"the files time these phases differently (OLD: "
                                     f"{said(old)}; NEW: {said(new)}): part of a difference is "
                                     "the rule's", "phases_ms")
+
+
+def settings_differ(changes: list[tuple[str, object, object]]) -> dict:
+    said = "; ".join(f"{key} {json.dumps(old)} in OLD, {json.dumps(new)} in NEW"
+                     for key, old, new in changes)
+    return warning(Kind.SETTINGS, f"the files were measured with other settings ({said}): "
+                                  "part of a difference is theirs")
 
 
 def other_machine(old: str, new: str) -> dict:

@@ -324,6 +324,25 @@ def test_files_that_time_the_phases_by_other_rules_are_said_to(tmp_path):
     assert "differently" not in run_compare(tmp_path, new, new).output
 
 
+def test_files_measured_with_other_settings_are_said_to():
+    """A workload, a memory limit or another payload on one side: a note naming each, never
+    a regression; a key an older file lacks is no difference."""
+    old, new = results(server("go")), results(server("go"))
+    old["settings"] = {**old["settings"], "payload_bytes": 5242880, "memory_limit_bytes": None,
+                       "workload": None}
+    new["settings"] = {**new["settings"], "payload_bytes": 1024,
+                       "memory_limit_bytes": 104857600, "workload": {"name": "benchmark"},
+                       "process_layer": "portable"}
+    comparison = compare(old, new)
+    (note,) = [n for n in comparison.notes if n["kind"] == "settings"]
+    assert note["detail"] == (
+        "the files were measured with other settings (payload_bytes 5242880 in OLD, 1024 in "
+        "NEW; workload null in OLD, \"benchmark\" in NEW; memory_limit_bytes null in OLD, "
+        "104857600 in NEW): part of a difference is theirs")
+    assert comparison.exit_status == 0
+    assert not [n for n in compare(old, old).notes if n["kind"] == "settings"]
+
+
 def test_first_byte_is_a_row_only_where_it_differs_from_the_handshake():
     same = server("go", phases_ms={"first_byte": summarize(HANDSHAKE), "tools_list": None,
                                    "first_call": None})

@@ -348,7 +348,7 @@ def compare(old: dict, new: dict, thresholds: dict[str, float] | None = None,
     old_servers, new_servers = _servers(old, pair), _servers(new, pair)
     drift = {} if same_run else _drift(old_servers, new_servers, alpha, thresholds["time"],
                                        comparison.notes)
-    comparison.notes += [] if same_run else _machines(old, new)
+    comparison.notes += [] if same_run else _machines(old, new) + _settings(old, new)
     rules = [dig(doc, "settings.phase_rule") for doc in (old, new)]
     if rules[0] != rules[1]:
         comparison.notes.append(warn.phase_rule(*rules))
@@ -398,6 +398,30 @@ def _drift(old_servers: dict, new_servers: dict, alpha: float, threshold_pct: fl
                 drift[metric] = row.ratio
                 notes.append(warn.drift(metric, row.ratio, row.p))
     return drift
+
+
+SHAPING = ("payload_bytes", "requested_revision", "pause_ms", "cache_state", "call_tool",
+           "call_arguments", "workload", "process_layer", "memory_limit_bytes", "server_cpus",
+           "load_s", "load_users", "load_rate")
+"""The settings (docs/results.md, "settings") whose difference between two files changes
+figures, or which figures there are: compare names each that differs."""
+
+
+def _settings(old: dict, new: dict) -> list[dict]:
+    """A warning naming the SHAPING settings that differ between the files (a key absent
+    from an older file is not a difference)."""
+    changes = []
+    for key in SHAPING:
+        before, after = dig(old, f"settings.{key}"), dig(new, f"settings.{key}")
+        if key in (dig(old, "settings") or {}) and key in (dig(new, "settings") or {}) \
+                and before != after:
+            changes.append((key, _short(before), _short(after)))
+    return [warn.settings_differ(changes)] if changes else []
+
+
+def _short(value):
+    """A setting as said in a note: a workload by its name."""
+    return value.get("name", value) if isinstance(value, dict) else value
 
 
 def _machines(old: dict, new: dict) -> list[dict]:
