@@ -17,8 +17,8 @@ def workload_section(doc: dict, label: str | None) -> list[str]:
     if not isinstance(workload, dict):
         return []
     lines = [f"Per tool{f' ({label})' if label else ''}: workload {workload.get('name')} "
-             f"({workload.get('path')}), shape {workload.get('shape')}, think time "
-             f"{_ms(workload.get('think_ms'), 0)} ms"]
+             f"({workload.get('path')}), shape {workload.get('shape')} over HTTP (stdio: one "
+             f"session), think time {_ms(workload.get('think_ms'), 0)} ms under load"]
     for row in servers(doc):
         block = row.get("workload")
         if not isinstance(block, dict):
