@@ -343,6 +343,27 @@ def test_files_measured_with_other_settings_are_said_to():
     assert not [n for n in compare(old, old).notes if n["kind"] == "settings"]
 
 
+def test_each_tool_of_a_workload_is_gated_as_its_family():
+    """Per-tool series (workload.tools.NAME.warm_ms as calls, .cold_first_call_ms as time),
+    a tool's name holding dots included; a tool measured on one side only is said so."""
+    def tools(scale: float, names=("files.read", "search")) -> dict:
+        return {"workload": {"tools": {name: {
+            "warm_ms": summarize([v * scale for v in (1.0, 1.1, 0.9, 1.05, 0.95, 1.0) * 10]),
+            "cold_first_call_ms": summarize([v * scale for v in HANDSHAKE])} for name in names}}}
+    old = results(server("go", **tools(1.0)))
+    new = results(server("go", **tools(3.0, ("files.read", "search", "fetch"))))
+    rows = {r.metric: r for r in compare(old, new).rows}
+    warm = rows["workload.tools.files.read.warm_ms"]
+    assert warm.regression and warm.family == "calls" and abs(warm.ratio - 3.0) < 0.01
+    cold = rows["workload.tools.search.cold_first_call_ms"]
+    assert cold.regression and cold.family == "time"
+    assert rows["workload.tools.fetch.warm_ms"].verdict == "only in NEW"
+    same = {r.metric: r for r in compare(old, old).rows}
+    assert not same["workload.tools.files.read.warm_ms"].regression
+    broken = results(server("go", workload={"tools": ["not", "a", "table"]}))
+    assert compare(old, broken).exit_status == 0
+
+
 def test_first_byte_is_a_row_only_where_it_differs_from_the_handshake():
     same = server("go", phases_ms={"first_byte": summarize(HANDSHAKE), "tools_list": None,
                                    "first_call": None})

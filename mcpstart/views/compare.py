@@ -51,6 +51,10 @@ sessions' memory slope: a fit over one run, with no noise rule yet; the build tr
 build wrote beside what ships, lock files and caches, which the artifact and the dependency
 count already gate)."""
 
+TOOL_SERIES = {"warm_ms": "calls", "cold_first_call_ms": "time"}
+"""A workload's per-tool series (``workload.tools.NAME.FIGURE``, docs/workloads.md) ->
+family: each tool's warm calls as the "calls" family, its cold first call as "time"."""
+
 LOWER_IS_WORSE = {f"http.load.{s}.rps" for s in LOAD}
 """Metrics that regress by falling (throughput); every other one regresses by rising."""
 
@@ -148,8 +152,31 @@ def thresholds_from(values: tuple[str, ...] | list[str] = ()) -> dict[str, float
     return thresholds
 
 
+def series_family(metric: str) -> str | None:
+    """A series' family (SERIES, or a workload's per-tool TOOL_SERIES); None for a single
+    value."""
+    if metric.startswith("workload.tools."):
+        return TOOL_SERIES.get(metric.rsplit(".", 1)[1])
+    return SERIES.get(metric)
+
+
+def tool_metrics(old_row: dict, new_row: dict) -> list[str]:
+    """The per-tool series of the tools either row's workload measured, by tool name."""
+    names = set()
+    for row in (old_row, new_row):
+        tools = dig(row, "workload.tools")
+        names |= set(tools) if isinstance(tools, dict) else set()
+    return [f"workload.tools.{name}.{figure}" for name in sorted(names) for figure in TOOL_SERIES]
+
+
 def _samples(row: dict, path: str) -> list[float]:
-    block = dig(row, path)
+    if path.startswith("workload.tools."):  # a tool's name may hold dots: no dotted path
+        name, figure = path[len("workload.tools."):].rsplit(".", 1)
+        tools = dig(row, "workload.tools")
+        tool = tools.get(name) if isinstance(tools, dict) else None
+        block = tool.get(figure) if isinstance(tool, dict) else None
+    else:
+        block = dig(row, path)
     samples = block.get("samples") if isinstance(block, dict) else None
     return [v for v in samples if is_number(v)] if isinstance(samples, list) else []
 
@@ -185,7 +212,7 @@ def _series_row(name: str, metric: str, old: list[float], new: list[float], alph
     test = slower(old, new, alpha, threshold_pct)
     row = Row(name, metric, test.old_median, test.new_median, test.verdict, test.regression,
               test.ratio, test.u, test.p, len(old), len(new))
-    if SERIES.get(metric) == "calls" and row.regression \
+    if series_family(metric) == "calls" and row.regression \
             and test.new_median - test.old_median <= CALLS_NOISE_MS:
         row.regression = False
         row.verdict = f"within noise ({CALLS_NOISE_MS:g} ms)"
@@ -207,7 +234,7 @@ def _status_row(name: str, old: dict, new: dict) -> Row | None:
 
 def _values(row: dict, metric: str) -> list[float]:
     """A series' samples, or a single value as a one-item list; [] when absent or null."""
-    if metric in SERIES:
+    if series_family(metric) is not None:
         return _samples(row, metric)
     value = dig(row, metric)
     return [value] if is_number(value) else []
@@ -254,10 +281,10 @@ def _metric_row(name: str, metric: str, old_row: dict, new_row: dict, alpha: flo
     if metric == "phases_ms.first_byte" and before == _values(old_row, "handshake_ms") \
             and after == _values(new_row, "handshake_ms"):
         return None  # the first byte is the handshake's own line: no row of its own
-    family = SERIES.get(metric) or SINGLES.get(metric)
+    family = series_family(metric) or SINGLES.get(metric)
     threshold = thresholds.get(family)
     if before and after:
-        if metric in SERIES:
+        if series_family(metric) is not None:
             row = _series_row(name, metric, before, after, alpha, threshold)
             row.family, row.threshold_pct = family, threshold
         else:
@@ -364,7 +391,7 @@ def compare(old: dict, new: dict, thresholds: dict[str, float] | None = None,
         status = _status_row(name, old_row, new_row)
         if status:
             comparison.rows.append(status)
-        for metric in [*SERIES, *SINGLES]:
+        for metric in [*SERIES, *SINGLES, *tool_metrics(old_row, new_row)]:
             row = _metric_row(name, metric, old_row, new_row, alpha, thresholds)
             if row and row.regression and metric in drift and \
                     row.ratio <= drift[metric] * (1 + thresholds[SERIES[metric]] / 100):
