@@ -75,11 +75,15 @@ def resolve(spec: str, folder: Path = PACKAGED) -> Path:
     name (no ``/``, no ``.toml``).
 
     Raises:
-        ValueError: neither exists (the message lists the packaged names).
+        ValueError: ``spec`` is not a regular file (a folder, a device), or neither exists
+            (the message lists the packaged names).
     """
     path = Path(spec).expanduser()
     if path.is_file():
         return path
+    if path.exists():
+        raise ValueError(f"--workload {spec}: not a file (a workload is a TOML file, or the "
+                         "name of a packaged one)")
     if "/" not in spec and not spec.endswith(".toml") and (folder / f"{spec}.toml").is_file():
         return folder / f"{spec}.toml"
     names = ", ".join(sorted(p.stem for p in folder.glob("*.toml"))) or "none"
@@ -153,7 +157,9 @@ def parse(data: dict, name: str, path: str) -> Workload:
 def _known(table: dict, keys: set[str], where: str) -> None:
     unknown = sorted(set(table) - keys)
     if unknown:
-        raise ValueError(f"{where}{unknown[0]}: unknown key (known: {', '.join(sorted(keys))})")
+        said = ", ".join(f"{where}{key}" for key in unknown)
+        raise ValueError(f"{said}: unknown key{'s' if len(unknown) > 1 else ''} (known: "
+                         f"{', '.join(sorted(keys))})")
 
 
 def _number(value, key: str, ok, what: str) -> float:

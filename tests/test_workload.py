@@ -39,6 +39,8 @@ def test_a_bare_name_resolves_in_the_packaged_folder(tmp_path):
     ({"tools": [{"name": "a", "arguments": [1]}]}, r"tools\[0\].arguments"),
     ({"tools": [{"arguments": {}}]}, r"tools\[0\].name"),
     ({"tools": [{"name": "a", "args": {}}]}, r"tools\[0\].args: unknown key"),
+    ({"tools": [{"name": "a", "colour": 1, "wieght": 2}]},
+     r"tools\[0\].colour, tools\[0\].wieght: unknown keys"),
 ])
 def test_a_bad_file_names_the_key(data, key):
     with pytest.raises(ValueError, match=key):
@@ -149,3 +151,8 @@ def test_a_packaged_workload_alone_measures_the_recipes_that_serve_it(tmp_path, 
     (packaged / "none.toml").write_text('[[tools]]\nname = "x"\n')
     with pytest.raises(JobError, match="no stdio recipe .* serves the workload none"):
         planned(load("none", packaged))
+
+
+def test_a_path_that_is_no_file_is_said_to_be_none(tmp_path):
+    with pytest.raises(ValueError, match=r"--workload .*: not a file \(a workload is a TOML"):
+        load(str(tmp_path))
