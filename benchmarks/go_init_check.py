@@ -68,8 +68,7 @@ def main() -> None:
     args = arguments(__doc__, rounds=7)
     settings = Settings(timeout_s=60)
     for name, (_transport, command) in reference_builds(args.names or ["go"]).items():
-        binary = go_init.go_executable(command)
-        info = go_init.build_info(binary)
+        binary, info = go_init.go_program(command)
         modules = modules_by_go(binary)
         ours, theirs, over = [], [], 0
         with child_subreaper():

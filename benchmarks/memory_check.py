@@ -54,8 +54,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
-READER = ["cat"]
-"""The reader's argv: ``scat`` once static_reader has compiled it."""
 
 
 def static_reader(folder: Path) -> list[str]:
@@ -89,12 +87,12 @@ def descendants(root: int) -> list[int]:
     return tree
 
 
-def read_tree(root: int) -> dict[int, dict[str, int]]:
-    """pid -> {rss, pss, uss} in bytes of every descendant of ``root``, each read by READER
-    (a process of its own); a process gone meanwhile is left out."""
+def read_tree(root: int, reader: list[str]) -> dict[int, dict[str, int]]:
+    """pid -> {rss, pss, uss} in bytes of every descendant of ``root``, each read by
+    ``reader`` (argv: a process of its own); a process gone meanwhile is left out."""
     readings = {}
     for pid in descendants(root):
-        done = subprocess.run([*READER, f"/proc/{pid}/status", f"/proc/{pid}/smaps_rollup"],
+        done = subprocess.run([*reader, f"/proc/{pid}/status", f"/proc/{pid}/smaps_rollup"],
                               capture_output=True, text=True)
         if done.returncode != 0:
             continue
@@ -109,29 +107,29 @@ def read_tree(root: int) -> dict[int, dict[str, int]]:
     return readings
 
 
-def compare(command, transport: str) -> dict:
+def compare(command, transport: str, reader: list[str] = ("cat",)) -> dict:
     """One session: {"mcpstart": {rss, pss, uss}, "reader": {rss, pss, uss}, "again": {...}}
     (tree sums in bytes; "again" the reader's second reading), "pids": (mcpstart's pids, the
-    reader's pids), "settle_s"}."""
+    reader's pids), "settle_s"}; ``reader``: the /proc reader's argv (read_tree)."""
     settings = replace(Settings(), round_trips=0, payload_bytes=1024)
     if transport == "http":
         settings = replace(settings, spawner=lambda c: HttpTransport(c))
     row = ServerResult("check", transport)
-    reader, again = {}, {}
+    first, again = {}, {}
 
     def progress(_step: str) -> None:  # the first step after the idle reading: read now
-        if row.memory is not None and not reader:
-            reader.update(read_tree(os.getpid()))
+        if row.memory is not None and not first:
+            first.update(read_tree(os.getpid(), reader))
             time.sleep(0.2)
-            again.update(read_tree(os.getpid()))
+            again.update(read_tree(os.getpid(), reader))
 
     tool_session(command, settings, row, Skips(), Traffic(), progress)
-    if not reader:
+    if not first:
         raise RuntimeError(f"no idle reading: {row.not_measured or row.reason}")
     return {"mcpstart": {f: row.memory[f"idle_{f}_bytes"] for f in FIGURES},
-            "reader": {f: sum(r[f] for r in reader.values()) for f in FIGURES},
+            "reader": {f: sum(r[f] for r in first.values()) for f in FIGURES},
             "again": {f: sum(r[f] for r in again.values()) for f in FIGURES},
-            "pids": (sorted(p["pid"] for p in row.memory["processes"]), sorted(reader)),
+            "pids": (sorted(p["pid"] for p in row.memory["processes"]), sorted(first)),
             "settle_s": row.memory["settle_s"]}
 
 
@@ -140,18 +138,17 @@ def met(mine: int, theirs: int, own_spread: int = 0) -> bool:
 
 
 def main() -> None:
-    global READER
     args = arguments(__doc__, rounds=1)
     builds = reference_builds(args.names)
     folder = tempfile.TemporaryDirectory()
-    READER = static_reader(Path(folder.name))
+    reader = static_reader(Path(folder.name))
     print(f"{args.rounds} session(s) per server, servers in turn; target within "
           f"{TOLERANCE:.0%} (PSS: or the reader's own spread); reader "
-          f"{'scat (static)' if READER != ['cat'] else 'cat'}; {load_average()} at start")
+          f"{'scat (static)' if reader != ['cat'] else 'cat'}; {load_average()} at start")
     print(header("/proc reader"))
     for _ in range(args.rounds):
         for name, (transport, command) in builds.items():
-            found = compare(command, transport)
+            found = compare(command, transport, reader)
             for figure in FIGURES:
                 mine, theirs = found["mcpstart"][figure], found["reader"][figure]
                 spread = abs(found["again"][figure] - theirs) if figure == "pss" else 0

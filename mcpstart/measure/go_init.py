@@ -51,14 +51,16 @@ MAGIC = b"\xff Go buildinf:"
 STDLIB = imports.STDLIB
 
 
-def go_executable(command: Command) -> str | None:
-    """The path of ``command``'s program when it is a Go executable, else None."""
+def go_program(command: Command) -> tuple[str, dict] | None:
+    """``(path, build_info)`` of ``command``'s program when it is a Go executable, else
+    None."""
     argv0 = command.argv[0]
     if "/" not in argv0:
         path = shutil.which(argv0, path=command.environment().get("PATH"))
     else:
         path = os.path.join(command.cwd or os.getcwd(), argv0)
-    return path if path and build_info(path) is not None else None
+    info = build_info(path) if path else None
+    return None if info is None else (path, info)
 
 
 def build_info(path: str) -> dict | None:
@@ -165,14 +167,14 @@ def package_rows(traces: list[list[dict]], info: dict) -> list[dict]:
 
 def applies(server: Server) -> bool:
     """A server whose program is a Go executable (module doc)."""
-    return server.command is not None and go_executable(server.command) is not None
+    return server.command is not None and go_program(server.command) is not None
 
 
 def measure(server: Server, settings: Settings) -> None:
     """The ``imports`` block (``runtime`` "go", with ``packages``) of a server that
     ``applies``: RUNS traced starts. A start without an answer or without a trace leaves the
     block out with the cause (``not_measured["imports"]``); the row is not failed."""
-    info = build_info(go_executable(server.command))
+    _, info = go_program(server.command)
     traces, starts = [], []
     try:
         for _ in range(RUNS):

@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import warnings as warn
 from ..command import Command
 
 ENTER = 'echo $$ > "$0" && exec "$@"'
@@ -161,8 +162,6 @@ def attach(servers, limit_bytes: int | None, run_id: str) -> None:
 def judge(server) -> None:
     """The row's ``memory_limit`` block, and a row failed while the OOM killer ended a process
     of its cgroup names the limit in its cause (a warning when the row stands)."""
-    from .. import warnings as warn
-
     limit = server.memory_limit
     if limit is None:
         return

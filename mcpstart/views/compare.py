@@ -437,12 +437,10 @@ figures, or which figures there are: compare names each that differs."""
 def _settings(old: dict, new: dict) -> list[dict]:
     """A warning naming the SHAPING settings that differ between the files (a key absent
     from an older file is not a difference)."""
-    changes = []
-    for key in SHAPING:
-        before, after = dig(old, f"settings.{key}"), dig(new, f"settings.{key}")
-        if key in (dig(old, "settings") or {}) and key in (dig(new, "settings") or {}) \
-                and before != after:
-            changes.append((key, _short(before), _short(after)))
+    sides = [doc.get("settings") if isinstance(doc.get("settings"), dict) else {}
+             for doc in (old, new)]
+    changes = [(key, _short(sides[0][key]), _short(sides[1][key])) for key in SHAPING
+               if key in sides[0] and key in sides[1] and sides[0][key] != sides[1][key]]
     return [warn.settings_differ(changes)] if changes else []
 
 
