@@ -29,6 +29,7 @@ red box above its figure.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from ..results import dig, documents, is_floor, name_of, number_or_none, servers
@@ -37,11 +38,17 @@ from .table import MIB, START_PARTS, fmt_ms, level_text, payload_size, start_spl
 
 SPLIT = 20
 """A panel holds servers whose values lie within this ratio; a larger span splits the chart."""
+BESIDE = 18
+"""Characters: two charts of a kind stand side by side only when no row label is longer (a
+longer name squeezes the chart beside it off the figure); else one stands above the other."""
 SUFFIXES = (".png", ".svg")
 DPI = 120
 """Pixels per inch of a PNG: the figures are 8 inches wide, under 1000 px."""
 WIDTH = 8.0
 """Inches: a figure drawn for a page, readable when a page shows it at its width."""
+CHAR = 4.8
+"""Points: the mean width of a character at the axis labels' 8 points (an x label is wrapped
+to the width the row labels leave it)."""
 ROW = 0.3
 """Inches per server row."""
 PHASES = (("first_byte", "first byte", "|"), ("initialize", "initialize answered", "o"),
@@ -169,11 +176,35 @@ def _panels(sf, sizes: list[int]) -> list:
                             gridspec_kw={"height_ratios": [n + 1.2 for n in sizes]})[:, 0])
 
 
+def _charts(sf, charts: list[list], width_ratios=None) -> list:
+    """A subfigure of ``sf`` for each chart's rows in ``charts`` [[(label, ...)]]: side by
+    side (``width_ratios``) when no label is longer than BESIDE, else one above the other,
+    each as tall as its rows."""
+    if len(charts) == 1:
+        return [sf]
+    if _beside(charts):
+        return list(sf.subfigures(1, len(charts), width_ratios=width_ratios))
+    return list(sf.subfigures(len(charts), 1, height_ratios=[_height_rows(len(c)) for c in charts]))
+
+
+def _beside(charts: list[list]) -> bool:
+    return all(len(str(row[0])) <= BESIDE for rows in charts for row in rows)
+
+
+def _charts_rows(charts: list[list]) -> int:
+    """The rows ``_charts`` needs for ``charts`` (empty ones dropped): the longest chart's
+    side by side, else every chart's and room for the titles and axes between them."""
+    charts = [c for c in charts if c]
+    if len(charts) < 2 or _beside(charts):
+        return max(map(len, charts), default=0)
+    return sum(map(len, charts)) + 5 * (len(charts) - 1)
+
+
 def _finish(axes: list, title: str, xlabel: str) -> None:
-    """Title on the first panel, the x label on the last (saying when the chart is split into
-    panels of their own scale), a light grid on each."""
+    """Title on the first panel, the x label on the last (saying, on a line of its own, when
+    the chart is split into panels of their own scale), a light grid on each."""
     axes[0].set_title(title, fontsize=10)
-    axes[-1].set_xlabel(xlabel + (f"; each panel its own scale (values over {SPLIT}x apart)"
+    axes[-1].set_xlabel(xlabel + (f"\neach panel its own scale (values over {SPLIT}x apart)"
                                   if len(axes) > 1 else ""), fontsize=8)
     for ax in axes:
         ax.grid(axis="x", alpha=0.3)
@@ -280,22 +311,21 @@ def _memory(sf, doc: dict) -> None:
     names = sorted({p for _, parts in idle for p, _ in parts if p})
     several = any(len(parts) > 1 for _, parts in idle)
     colors = {p: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, p in enumerate(names)}
-    left, right = sf.subfigures(1, 2, width_ratios=[3, 2]) if peak and idle else (sf, sf)
+    subs = _charts(sf, [rows for rows in (idle, peak) if rows], width_ratios=[3, 2])
     if idle:
-        _bars(left, idle if several else [(n, [("", sum(v for _, v in p))]) for n, p in idle],
+        _bars(subs[0], idle if several else [(n, [("", sum(v for _, v in p))]) for n, p in idle],
               f"Idle memory: {kind}" + (", stacked per process" if several else ""),
               f"MiB ({kind} of the process tree)", True, colors)
     if peak:
         size = payload_size(dig(doc, "settings.payload_bytes"))
-        _bars(right, peak, f"Peak RSS, {size} call", "MiB", True, {"": PEAK})
+        _bars(subs[-1], peak, f"Peak RSS, {size} call", "MiB", True, {"": PEAK})
 
 
 def _footprint(sf, doc: dict) -> None:
     shown = [(key, title, rows) for key, title in (("artifact_bytes", "Artifact"),
                                                    ("dev_tree_bytes", "Dev tree (the build's)"))
              if (rows := _footprint_data(doc, key))]
-    subs = sf.subfigures(1, len(shown)) if len(shown) > 1 else [sf]
-    for sub, (_key, title, rows) in zip(subs, shown):
+    for sub, (_key, title, rows) in zip(_charts(sf, [rows for _k, _t, rows in shown]), shown):
         _bars(sub, rows, title, "MiB", True, {}, fmt=lambda v: f"{v:.2g}" if v < 1 else f"{v:.1f}")
 
 
@@ -330,13 +360,15 @@ def _timeline(sf, doc: dict) -> None:
         else:
             off_scale.append(f"{client}: startup limit {limit_s:g} s, off scale "
                              f"(the slowest server uses {end / (limit_s * 1000):.1%} of it)")
-    ax.set_yticks(range(len(names)), [f"{n}  {fmt_ms(medians[n][-1])} ms" for n in names])
+    labels = [f"{n}  {fmt_ms(medians[n][-1])} ms" for n in names]
+    ax.set_yticks(range(len(names)), labels)
     ax.set_ylim(len(names) - 0.5, -0.5)
     n = dig(doc, "startup.sessions.n") if dig(doc, "startup.sessions.runs") else None
     _finish([ax], f"Startup timeline: {n} copies of every server spawned at once" if n
             else "Startup timeline: every server spawned at once",
             "\n".join([f"milliseconds from spawn (median of {runs} run{'s' * (runs != 1)})",
-                       *off_scale]))
+                       *(line for note in off_scale for line in textwrap.wrap(note, width=max(
+                           40, round(WIDTH * 72 / CHAR) - max(map(len, labels), default=0))))]))
     ax.set_xlim(0, right * 1.05 or 1)
     sf.legend(handles=handles, fontsize=7, ncols=min(3, len(handles)), loc="outside lower center",
               frameon=False)
@@ -414,9 +446,9 @@ def _height_rows(rows: int) -> float:
 
 CHARTS = {
     "cold-start": (_cold_start, lambda doc: len(_series(doc, "handshake_ms"))),
-    "memory": (_memory, lambda doc: max(len(_memory_data(doc)[1]), len(_memory_data(doc)[2]))),
-    "footprint": (_footprint, lambda doc: max(len(_footprint_data(doc, "artifact_bytes")),
-                                              len(_footprint_data(doc, "dev_tree_bytes")))),
+    "memory": (_memory, lambda doc: _charts_rows(list(_memory_data(doc)[1:]))),
+    "footprint": (_footprint, lambda doc: _charts_rows([_footprint_data(doc, "artifact_bytes"),
+                                                        _footprint_data(doc, "dev_tree_bytes")])),
     "timeline": (_timeline, lambda doc: len(_timeline_data(doc)[0])
                  + len(dig(doc, "startup.limits") or []) * bool(_timeline_data(doc)[0])),
     "why": (_why, lambda doc: len(_start_data(doc)) + len(_split_data(doc))
