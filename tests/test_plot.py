@@ -196,6 +196,35 @@ def test_memory_is_pss_per_process_with_every_process_of_the_launcher_trees_in_t
     assert sum(p.get_width() for p in stack) * 2**20 == pytest.approx(tree["idle_pss_bytes"], rel=1e-6)
 
 
+def renamed(doc: dict, prefix: str = "@modelcontextprotocol/server-") -> dict:
+    """``doc`` with every server named as a package (``prefix`` + name), its startup runs'
+    rows too ("name #2" keeps its copy number)."""
+    for s in doc["servers"]:
+        s["name"] = prefix + s["name"]
+    for holder in (dig(doc, "startup") or {}, dig(doc, "startup.sessions") or {}):
+        holder["runs"] = [{prefix + k: v for k, v in run.items()} for run in holder.get("runs") or []]
+    return doc
+
+
+def test_long_server_names_stack_the_charts_and_keep_every_text_inside():
+    """Package names wider than half the page: memory and footprint stand one chart above
+    the other (side by side, the second ran off the figure), the split-scale note and the
+    timeline's off-scale limits wrap inside it."""
+    doc = renamed(stored("reference"))
+    fig = figure(doc)
+    texts = legible(fig)
+    assert all(any(t.startswith(s["name"]) for t in texts) for s in doc["servers"])
+    for upper, lower in (("Idle memory", "Peak RSS"), ("Artifact", "Dev tree")):
+        above, below = axes_titled(fig, upper)[-1], axes_titled(fig, lower)[0]
+        assert above.get_window_extent().y0 > below.get_window_extent().y1, (upper, lower)
+    timeline = figure(renamed(stored("launchers")), "timeline")
+    legible(timeline)
+    first, *note = timeline.axes[0].get_xlabel().split("\n")
+    assert first == "milliseconds from spawn (median of 6 runs)" and len(note) == 2
+    assert " ".join(note) == ("Claude Desktop, Zed, Cline (VS Code): startup limit 60 s, off scale "
+                              "(the slowest server uses 25.7% of it)")
+
+
 def test_a_file_without_pss_falls_back_to_rss_and_says_so():
     doc = results(startup=None)
     for row in doc["servers"]:
