@@ -99,6 +99,7 @@ def test_headless_chromium_shows_the_table_and_the_plots_with_no_console_message
                           (tmp_path / "report.html").as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr[-2000:]
+    print(f"screenshot: {shot}")  # shown with -s, kept with pytest's temporary folders
     assert not [line for line in ran.stderr.splitlines() if ":CONSOLE" in line]
     pixels = (imread(shot)[..., :3] * 255).round()
 

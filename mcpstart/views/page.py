@@ -22,6 +22,8 @@ table { border-collapse: collapse; margin: .5em 0; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: .2em .5em; text-align: right; vertical-align: top; }
 th:first-child, td:first-child { text-align: left; }
 .scroll { overflow-x: auto; }
+.scroll > table:not(.text) th:first-child, .scroll > table:not(.text) td:first-child {
+  position: sticky; left: 0; background: white; min-width: 14em; }
 img { max-width: 100%; height: auto; }
 pre { white-space: pre-wrap; background: #f6f6f6; padding: .6em; font-size: 12px; }
 .noisy { background: crimson; color: white; font-weight: bold; padding: .4em .8em;
@@ -112,7 +114,8 @@ def page(results_list, labels=None) -> str:
     for doc, label in zip(docs, labels):
         if (mark := noisy(doc)) is not None:
             body.append(f"<p class='noisy'>{escape(label)}: {escape(mark)}</p>")
-    body += ["<h2>Table</h2>", table(docs, "html", labels=labels, aside=notes.append)]
+    body += ["<h2>Table</h2>", "<div class='scroll'>" + table(docs, "html", labels=labels, aside=notes.append)
+             + "</div>"]
     if notes:
         body.append(f"<pre>{escape(chr(10).join(notes))}</pre>")
     body.append("<h2>Plots</h2>")
