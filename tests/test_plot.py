@@ -189,6 +189,8 @@ def test_memory_is_pss_per_process_with_every_process_of_the_launcher_trees_in_t
     processes = {p["name"] for s in doc["servers"] for p in s["memory"]["processes"]}
     assert processes == {"npm exec @model", "sh", "node", "uv", "python"}
     assert set(legend_texts(fig)) >= processes
+    tree_order = ["npm exec @model", "sh", "node", "uv", "python"]  # launcher first, each tree whole
+    assert [t for t in legend_texts(fig) if t in processes] == tree_order
     # the stack of "memory" (npm, sh, node) sums to its tree's PSS
     row = [t.get_text() for t in idle.get_yticklabels()].index("memory")
     stack = [p for p in idle.patches if isinstance(p, Rectangle) and abs(p.get_y() + p.get_height() / 2 - row) < 1e-9]

@@ -255,8 +255,9 @@ def _bars(sf, rows: list[tuple[str, list[tuple[str, float | None]]]], title: str
           line: tuple[float, str] | None = None) -> None:
     """Horizontal bars, a row per server: its parts stacked (``stacked``) or side by side;
     ``colors`` gives each part's colour (a part "" is drawn in IDLE), and a legend names every
-    part where there is more than one. The value at each bar's (or stack's) end; ``line``
-    (value, legend text) a dashed reference line on each panel whose scale holds it."""
+    part where there is more than one, in ``colors``' order. The value at each bar's (or
+    stack's) end; ``line`` (value, legend text) a dashed reference line on each panel whose
+    scale holds it."""
     from matplotlib.lines import Line2D
 
     def size(row):
@@ -292,12 +293,13 @@ def _bars(sf, rows: list[tuple[str, list[tuple[str, float | None]]]], title: str
         ax.set_ylim(len(part) - 0.5, -0.5)
         ax.set_yticks(range(len(part)), [name for name, _ in part])
     _finish(axes, title, xlabel)
-    named = [(piece, bar) for piece, bar in drawn.items() if piece]
+    named = sorted(((piece, bar) for piece, bar in drawn.items() if piece),
+                   key=lambda named_: list(colors).index(named_[0]) if named_[0] in colors else len(colors))
     if line is not None:
         named.append((line[1], Line2D([], [], color="gray", linestyle="--")))
     if len(drawn) > 1 or named:
         sf.legend([bar for _, bar in named], [p for p, _ in named], fontsize=7,
-                  ncols=min(4, len(named)), loc="outside lower center", frameon=False)
+                  ncols=min(5, len(named)), loc="outside lower center", frameon=False)
 
 
 def _cold_start(sf, doc: dict) -> None:
@@ -308,7 +310,7 @@ def _cold_start(sf, doc: dict) -> None:
 
 def _memory(sf, doc: dict) -> None:
     kind, idle, peak = _memory_data(doc)
-    names = sorted({p for _, parts in idle for p, _ in parts if p})
+    names = list(dict.fromkeys(p for _, parts in idle for p, _ in parts if p))  # a tree's order
     several = any(len(parts) > 1 for _, parts in idle)
     colors = {p: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, p in enumerate(names)}
     subs = _charts(sf, [rows for rows in (idle, peak) if rows], width_ratios=[3, 2])
