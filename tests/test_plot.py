@@ -271,6 +271,25 @@ def test_history_states_the_level_tells_the_default_build_apart_and_marks_what_w
         assert ax.get_ylim()[1] > ax.dataLim.y1 * 1.1
 
 
+def test_history_of_four_languages_keeps_the_page_width_in_rows_of_panels():
+    """Four languages at two versions each: two rows of two columns, 8 inches wide (one
+    column per language widened the figure past a page)."""
+    doc = stored("history")
+    kept = [s for s in doc["servers"] if s["name"] in ("go@v1.7.0", "go", "python@2.2.0", "python")]
+    clones = copy.deepcopy(kept)
+    for s in clones:
+        s["language"] = {"go": "rust", "python": "typescript"}[s["language"]]
+        s["name"] = s["name"].replace("go", "rust").replace("python", "typescript")
+    doc["servers"] = kept + clones
+    fig = figure(doc, "history")
+    legible(fig)
+    assert list(fig.get_size_inches()) == [8.0, pytest.approx(18.7)]
+    top = {ax.get_title(): ax.get_window_extent() for ax in fig.axes if ax.get_title()}
+    assert list(top) == ["go", "python", "rust", "typescript"]
+    assert top["go"].y0 == top["python"].y0 > top["rust"].y1  # rust and typescript below
+    assert top["rust"].x0 == pytest.approx(top["go"].x0, abs=2)
+
+
 def test_history_across_runs_and_a_figure_no_run_measured():
     a, b, c = stored("reference"), stored("reference"), stored("reference")
     b["created"], c["created"] = "2026-12-02T00:00:00+00:00", "2026-12-03T00:00:00+00:00"

@@ -2,10 +2,10 @@
 median with the median's confidence interval as whiskers, its level stated; idle PSS; peak
 RSS under the large call; dependencies shipped; artifact size), every axis linear from zero.
 
-- One results file holding SDK variants (``--sdk``): a column of panels per language, the x
-  axis its versions in version order (targets.releases.version_key), a local checkout last;
-  the SDK variants (registry, checkout) joined by a line, the recipe's locked default build
-  a separate marker.
+- One results file holding SDK variants (``--sdk``): a column of panels per language (at
+  most COLUMNS side by side, the rest on further rows), the x axis its versions in version
+  order (targets.releases.version_key), a local checkout last; the SDK variants (registry,
+  checkout) joined by a line, the recipe's locked default build a separate marker.
 - Several results files (the stored runs: runs.py): one column, the x axis the files in the
   order they were made (``created``), a line per server.
 
@@ -25,6 +25,9 @@ METRICS = (("handshake_ms.median", "cold start (ms)", 1.0),
            ("footprint.dependency_count", "dependencies\nshipped", 1.0),
            ("footprint.artifact_bytes", "artifact (MiB)", MIB))
 """(key path, axis label, divisor) of each row of panels."""
+COLUMNS = 3
+"""Languages side by side at most: more take further rows of panels, so the figure keeps the
+page's width (a wider one is scaled down past reading)."""
 VARIANT, DEFAULT, MISSING = "#4C72B0", "#DD8452", "#8C8C8C"
 COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3",
           "#CCB974", "#64B5CD")
@@ -118,10 +121,11 @@ def _legend(fig, entries) -> None:
                loc="outside lower center", ncols=min(4, len(entries)), fontsize=7, frameon=False)
 
 
-def _by_version(fig, data: dict) -> None:
+def _by_version(fig, data: dict, level: str) -> bool:
+    """A column of panels per language of ``data`` on ``fig``; whether some point was not
+    measured."""
     axes = fig.subplots(len(METRICS), len(data), squeeze=False, sharex="col")
     missed = False
-    level = _level([row for rows in data.values() for _l, row in rows])
     for column, (language, rows) in enumerate(data.items()):
         labels = [label for label, _row in rows]
         for line, (path, ylabel, divisor) in enumerate(METRICS):
@@ -139,9 +143,7 @@ def _by_version(fig, data: dict) -> None:
             if line == 0:
                 ax.set_title(language, fontsize=10)
         axes[-1][column].set_xlabel("SDK version", fontsize=8)
-    entries = [("SDK variants (registry, checkout)", "o", "-", VARIANT),
-               ("the recipe's locked default build", "*", "", DEFAULT)]
-    _legend(fig, entries + ([("not measured", "x", "", MISSING)] if missed else []))
+    return missed
 
 
 def _by_run(fig, docs: list[dict], labels: list[str]) -> None:
@@ -166,7 +168,7 @@ def _by_run(fig, docs: list[dict], labels: list[str]) -> None:
 def draw(fig, docs: list[dict], labels=None, width: float = 8.0) -> None:
     """The panels on ``fig`` (module doc): against the SDK version for one file, against the
     run for several (``labels``: one per file, default "1", "2" ...). Sets the figure's size:
-    ``width`` inches at least, 3 more a language past two.
+    ``width`` inches wide, as tall as its rows of panels.
 
     Raises:
         ValueError: one file and no language has two versions in it; labels not one per file.
@@ -185,5 +187,16 @@ def draw(fig, docs: list[dict], labels=None, width: float = 8.0) -> None:
         raise ValueError("nothing to plot: --kind history needs a language measured at two "
                          "SDK versions or more (measure --sdk LANG=A..B), or several results "
                          "files (the stored runs)")
-    fig.figure.set_size_inches(max(width, 3 * len(data) + 1.5), 1.6 * len(METRICS) + 1.5)
-    _by_version(fig, data)
+    languages = list(data)
+    rows = -(-len(languages) // COLUMNS)
+    per_row = -(-len(languages) // rows)
+    fig.figure.set_size_inches(width, (1.6 * len(METRICS) + 1.2) * rows + 0.3)
+    subs = fig.subfigures(rows, 1, squeeze=False)[:, 0] if rows > 1 else [fig]
+    level = _level([row for versions in data.values() for _l, row in versions])
+    missed = False
+    for sub, start in zip(subs, range(0, len(languages), per_row)):
+        block = {language: data[language] for language in languages[start:start + per_row]}
+        missed = _by_version(sub, block, level) or missed
+    entries = [("SDK variants (registry, checkout)", "o", "-", VARIANT),
+               ("the recipe's locked default build", "*", "", DEFAULT)]
+    _legend(fig, entries + ([("not measured", "x", "", MISSING)] if missed else []))
