@@ -177,7 +177,12 @@ def test_cold_start_draws_every_run_the_median_and_the_tables_interval_on_split_
             assert list(interval.get_xdata()) == [block["ci_low"], block["ci_high"]]
             [median] = [ln for ln in at_row if ln.get_marker() == "|"]
             assert list(median.get_xdata()) == [block["median"]]
-    assert legend_texts(fig) == ["one run", "median", "the median's 78.1% confidence interval", "the floor server"]
+    assert legend_texts(fig) == ["one run", "median", "the median's 78.1% confidence interval", "the floor server",
+                                 "name in red: stdev over 10% of the mean"]
+    red = {t.get_text().split()[0] for ax in fig.axes for t in ax.get_yticklabels()
+           if t.get_color() == "crimson"}
+    assert red == {s["name"] for s in doc["servers"]
+                   if any(w["kind"] == "high_variation" for w in s["warnings"])} == {"c", "go", "python"}
     assert "each panel its own scale" in slow.get_xlabel()
 
 

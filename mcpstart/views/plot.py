@@ -8,7 +8,8 @@ own axis, fastest first (a log axis would make bar lengths meaningless).
 
 - cold start: each run as a dot, the median as a bar across, the median's confidence
   interval as a line (the interval and level the table shows: stats.median_ci), the floor
-  server as a dashed line;
+  server as a dashed line, the name of a server whose runs vary (the "high_variation"
+  warning) in red;
 - memory: idle PSS (RSS where a file has no PSS) stacked per process, a legend naming each
   process (npm, sh, node ...); the peak RSS under the large call beside it;
 - footprint: the artifact and the dev tree, each on its own axis;
@@ -212,10 +213,19 @@ def _finish(axes: list, title: str, xlabel: str) -> None:
         ax.set_xlim(left=0)
 
 
-def _strip(sf, rows: list[tuple[str, dict]], title: str, xlabel: str, floors=()) -> None:
+def _varied(doc: dict, path: str) -> set[str]:
+    """The servers whose series at ``path`` carries the "high_variation" warning (its stdev
+    over 10% of its mean: stats.series_warnings)."""
+    return {name_of(s) for s in servers(doc) for w in s.get("warnings") or []
+            if isinstance(w, dict) and w.get("kind") == "high_variation" and w.get("metric") == path}
+
+
+def _strip(sf, rows: list[tuple[str, dict]], title: str, xlabel: str, floors=(),
+           varied=()) -> None:
     """Each row's runs as dots, its median as a bar across, its confidence interval as a
-    line; rows = [(server, stats block)]."""
+    line; rows = [(server, stats block)]; the names in ``varied`` (_varied) in NOISY."""
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     parts = groups(rows, lambda r: r[1]["median"])
     axes = _panels(sf, [len(g) for g in parts])
@@ -238,6 +248,8 @@ def _strip(sf, rows: list[tuple[str, dict]], title: str, xlabel: str, floors=())
         ax.set_xlim(0, top * 1.08)
         ax.set_ylim(len(part) - 0.5, -0.5)
         ax.set_yticks(range(len(part)), [f"{name}  {fmt_ms(b['median'])} ms" for name, b in part])
+        for label, (name, _block) in zip(ax.get_yticklabels(), part):
+            label.set_color(NOISY if name in varied else "black")
     _finish(axes, title, xlabel)
     handles = [Line2D([], [], marker="o", linestyle="", color=SAMPLE, ms=4, label="one run"),
                Line2D([], [], marker="|", linestyle="", color="black", ms=10, mew=2, label="median")]
@@ -246,6 +258,8 @@ def _strip(sf, rows: list[tuple[str, dict]], title: str, xlabel: str, floors=())
                               label=f"the median's {level} confidence interval"))
     if any(name in floors for name, _ in rows):
         handles.append(Line2D([], [], color="gray", linestyle="--", label="the floor server"))
+    if any(name in varied for name, _ in rows):
+        handles.append(Patch(color=NOISY, label="name in red: stdev over 10% of the mean"))
     sf.legend(handles=handles, fontsize=7, ncols=len(handles), loc="outside lower center",
               frameon=False)
 
@@ -305,7 +319,8 @@ def _bars(sf, rows: list[tuple[str, list[tuple[str, float | None]]]], title: str
 def _cold_start(sf, doc: dict) -> None:
     rows = _series(doc, "handshake_ms")
     _strip(sf, rows, "Cold start: spawn to initialize answered", "milliseconds",
-           floors=[name_of(s) for s in servers(doc) if is_floor(s)])
+           floors=[name_of(s) for s in servers(doc) if is_floor(s)],
+           varied=_varied(doc, "handshake_ms"))
 
 
 def _memory(sf, doc: dict) -> None:
@@ -387,7 +402,8 @@ def _http(sf, doc: dict) -> None:
     for sub, chart in zip(subs, shown):
         if chart == "start":
             _strip(sub, start, "HTTP cold start: spawn to initialize answered", "milliseconds",
-                   floors=[name_of(s) for s in servers(doc) if is_floor(s)])
+                   floors=[name_of(s) for s in servers(doc) if is_floor(s)],
+                   varied=_varied(doc, "http.start_ms.initialize"))
         elif chart == "rps":
             ceiling = number_or_none(dig(doc, "load_ceiling.load.calls.rps"))
             _bars(sub, rps, "Under load: requests per second", "requests per second", False,
