@@ -393,3 +393,16 @@ def test_why_stacks_each_profiled_start_by_part_and_idle_rss_by_class():
     (memory,) = axes_titled(fig, "Idle RSS by class of mapping")
     assert sorted(t.get_text() for t in memory.get_yticklabels()) == ["go", "python"]
     assert {"exe_code", "anon"} <= set(legend_texts(fig))
+
+
+def test_per_tool_legend_of_long_tool_names_wraps_into_rows_inside_the_figure():
+    doc = stored("reference")
+    doc["servers"] = doc["servers"][:2]
+    tools = ["create_entities_with_observations", "delete_observations_from_graph",
+             "search_nodes_by_query_text", "read_graph", "add_observations_to_entities"]
+    for i, s in enumerate(doc["servers"]):
+        s["workload"] = {"initialize_ms": {"p50": 1.0 + i},
+                         "tools": {t: {"warm_ms": {"p50": 2.0 + j + i}} for j, t in enumerate(tools)}}
+    fig = figure(doc, "per-tool")
+    legible(fig)
+    assert legend_texts(fig) == ["initialize", *tools]
