@@ -290,9 +290,11 @@ def test_history_states_the_level_tells_the_default_build_apart_marks_the_unmeas
 
 
 def test_history_across_runs_and_a_figure_no_run_measured():
-    a, b, c = stored("reference"), stored("reference"), stored("reference")
+    """Package names as server names: the legend of six takes rows, inside the figure."""
+    long = "@modelcontextprotocol/server-everything-"
+    a, b, c = (renamed(stored("reference"), long) for _ in range(3))
     b["created"], c["created"] = "2026-12-02T00:00:00+00:00", "2026-12-03T00:00:00+00:00"
-    rust = next(s for s in b["servers"] if s["name"] == "rust")
+    rust = next(s for s in b["servers"] if s["name"] == long + "rust")
     for key in ("median", "ci_low", "ci_high"):  # rust slower in run 2
         rust["handshake_ms"][key] *= 2
     for doc in (a, b, c):
@@ -304,7 +306,7 @@ def test_history_across_runs_and_a_figure_no_run_measured():
     texts = legible(fig)  # the three runs' marks wrap inside the figure
     assert [t.get_text() for t in fig.axes[-1].get_xticklabels()] == ["@1", "@2", "@3"]
     order = [s["name"] for s in a["servers"]]
-    rust = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"][order.index("rust")]
+    rust = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"][order.index(long + "rust")]
     assert list(rust.get_ydata()) == pytest.approx([2.317, 4.634, 2.317], rel=1e-3)
     assert texts.count("not measured") == 2 + 1  # dependencies and artifact panels, legend
     assert {s["name"] for s in a["servers"]} <= set(texts)

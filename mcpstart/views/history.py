@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..results import dig, name_of, number_or_none, servers
 from ..targets.releases import version_key
+from .plot import legend_columns
 from .table import MIB, level_text
 
 METRICS = (("handshake_ms.median", "cold start (ms)", 1.0),
@@ -117,8 +118,8 @@ def _legend(fig, entries) -> None:
     from matplotlib.lines import Line2D
 
     fig.legend(handles=[Line2D([], [], linestyle=ls, marker=m, color=c, label=t)
-                        for t, m, ls, c in entries],
-               loc="outside lower center", ncols=min(4, len(entries)), fontsize=7, frameon=False)
+                        for t, m, ls, c in entries], loc="outside lower center",
+               ncols=legend_columns(fig, [t for t, *_ in entries]), fontsize=7, frameon=False)
 
 
 def _by_version(fig, data: dict, level: str) -> bool:

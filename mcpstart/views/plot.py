@@ -313,11 +313,11 @@ def _bars(sf, rows: list[tuple[str, list[tuple[str, float | None]]]], title: str
         named.append((line[1], Line2D([], [], color="gray", linestyle="--")))
     if len(drawn) > 1 or named:
         sf.legend([bar for _, bar in named], [p for p, _ in named], fontsize=7,
-                  ncols=_columns(sf, [p for p, _ in named]), loc="outside lower center",
+                  ncols=legend_columns(sf, [p for p, _ in named]), loc="outside lower center",
                   frameon=False)
 
 
-def _columns(sf, labels: list[str]) -> int:
+def legend_columns(sf, labels: list[str]) -> int:
     """Columns of a legend of ``labels`` (7 points) that fit the width of ``sf``: at most 5,
     each as wide as the longest label, its mark and the spacing (34 points)."""
     width = sf.bbox.width / sf.figure.dpi * 72
