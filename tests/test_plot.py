@@ -21,13 +21,14 @@ from conftest import require_modules
 
 require_modules("matplotlib", extra="plot")
 
+from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 from mcpstart.cli import main  # noqa: E402
 from mcpstart.results import dig  # noqa: E402
-from mcpstart.views.plot import figure, noisy  # noqa: E402
+from mcpstart.views.plot import PEAK, figure, noisy  # noqa: E402
 from test_views import results  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "plots"
@@ -196,6 +197,8 @@ def test_memory_is_pss_per_process_with_every_process_of_the_launcher_trees_in_t
     assert set(legend_texts(fig)) >= processes
     tree_order = ["npm exec @model", "sh", "node", "uv", "python"]  # launcher first, each tree whole
     assert [t for t in legend_texts(fig) if t in processes] == tree_order
+    shades = {p.get_facecolor() for p in idle.patches}
+    assert len(shades) == len(processes) and to_rgba(PEAK) not in shades  # the peak's colour
     # the stack of "memory" (npm, sh, node) sums to its tree's PSS
     row = [t.get_text() for t in idle.get_yticklabels()].index("memory")
     stack = [p for p in idle.patches if isinstance(p, Rectangle) and abs(p.get_y() + p.get_height() / 2 - row) < 1e-9]

@@ -335,7 +335,8 @@ def _memory(sf, doc: dict) -> None:
     kind, idle, peak = _memory_data(doc)
     names = list(dict.fromkeys(p for _, parts in idle for p, _ in parts if p))  # a tree's order
     several = any(len(parts) > 1 for _, parts in idle)
-    colors = {p: PROCESS_COLORS[i % len(PROCESS_COLORS)] for i, p in enumerate(names)}
+    palette = [c for c in PROCESS_COLORS if c != PEAK]  # no process reads as the peak's bar
+    colors = {p: palette[i % len(palette)] for i, p in enumerate(names)}
     subs = _charts(sf, [rows for rows in (idle, peak) if rows], width_ratios=[3, 2])
     if idle:
         _bars(subs[0], idle if several else [(n, [("", sum(v for _, v in p))]) for n, p in idle],
