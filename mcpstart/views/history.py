@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..results import dig, name_of, number_or_none, servers
 from ..targets.releases import version_key
-from .plot import legend_columns
+from .fit import legend_columns
 from .table import MIB, level_text
 
 METRICS = (("handshake_ms.median", "cold start (ms)", 1.0),

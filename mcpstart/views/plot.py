@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..results import dig, documents, is_floor, name_of, number_or_none, servers
 from ..stats import summarize
+from .fit import CHAR, legend_columns
 from .table import MIB, START_PARTS, fmt_ms, level_text, payload_size, start_split
 
 SPLIT = 20
@@ -47,9 +48,6 @@ DPI = 120
 """Pixels per inch of a PNG: the figures are 8 inches wide, under 1000 px."""
 WIDTH = 8.0
 """Inches: a figure drawn for a page, readable when a page shows it at its width."""
-CHAR = 4.8
-"""Points: the mean width of a character at the axis labels' 8 points (an x label is wrapped
-to the width the row labels leave it)."""
 ROW = 0.3
 """Inches per server row."""
 PHASES = (("first_byte", "first byte", "|"), ("initialize", "initialize answered", "o"),
@@ -315,13 +313,6 @@ def _bars(sf, rows: list[tuple[str, list[tuple[str, float | None]]]], title: str
         sf.legend([bar for _, bar in named], [p for p, _ in named], fontsize=7,
                   ncols=legend_columns(sf, [p for p, _ in named]), loc="outside lower center",
                   frameon=False)
-
-
-def legend_columns(sf, labels: list[str]) -> int:
-    """Columns of a legend of ``labels`` (7 points) that fit the width of ``sf``: at most 5,
-    each as wide as the longest label, its mark and the spacing (34 points)."""
-    width = sf.bbox.width / sf.figure.dpi * 72
-    return max(1, min(5, len(labels), int(width // (CHAR * 7 / 8 * max(map(len, labels)) + 34))))
 
 
 def _cold_start(sf, doc: dict) -> None:
