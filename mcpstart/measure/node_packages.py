@@ -1,30 +1,31 @@
 """Where a Node.js server's start goes: a few extra cold starts with a preload of mcpstart's
 (node_trace.mjs, given as ``--import`` through NODE_OPTIONS, which node reads at its start
-and a launcher passes on) that times each module's evaluation on the main thread, after the
-counted cold starts and never among them, each read to its initialize answer and shown against
-the untraced median. The times are summed per npm package: a file's package is the ``name``
-of the nearest package.json above it that has one (npm's own unit: what a server's author
-adds, upgrades or drops), a file under none is the server's own code (imports.NOT_INSTALLED),
-as is the package of the entry script.
+and a launcher passes on), after the counted cold starts and never among them, each read to
+its initialize answer and shown against the untraced median. The preload registers loader
+hooks (``module.register()``, Node.js >= 20.6) and writes, per module, when the main thread
+evaluated it and when it asked the loader thread for it. Times are summed per npm package: a
+file's package is the ``name`` of the nearest package.json above it that has one (npm's
+own unit: what a server's author adds, upgrades or drops), a file under none is the server's
+own code (imports.NOT_INSTALLED), as is the entry script's package; ``node:`` builtins are
+imports.STDLIB.
 
-What is timed, per module (docs/startup.md#a-nodejs-servers-packages):
+A module's self time, all on the main thread (docs/startup.md#a-nodejs-servers-packages):
 
-- an ES module: its evaluation, by two statements the loader's ``load`` hook adds at the head
-  and the end of its source (``module.register()`` hooks, Node.js >= 20.6); ES modules are
-  evaluated after the whole graph is linked, dependencies first, so the two marks hold the
-  module's own body;
-- a CommonJS file: ``Module.prototype.load`` (read, compile and run), the files it requires
-  nested inside and taken out of its self time;
-- not per package: resolving, reading, compiling and linking the ES module graph, on Node 20
-  on the main thread with no hook around the compile (``loading_ms``: from the hooks' start
-  to the first evaluation); node's own start before the preload (``interpreter_ms``,
-  ``performance.now()`` at the preload); the rest (exec, the hooks' thread start, the server
-  until the answer) is ``instrumented_ms`` less the parts.
+- its loading: the main thread's ES module loading (the hooks' start to the first
+  evaluation) cut at each request it sends the loader thread, each span charged to the
+  module the request is for (loading_spans): waiting for its resolve and read, its compile;
+- its evaluation: an ES module's body between two statements the load hook adds at its head
+  and end (ES modules are evaluated after the whole graph is linked, dependencies first, so
+  the two marks hold its own body); a CommonJS file's ``Module.prototype.load`` (read,
+  compile and run), the files it requires taken out.
+
+Not a module's: node's own start before the preload (``interpreter_ms``), the graph's
+instantiation after the last request (``linking_ms``), and the rest (exec, the hooks'
+thread start, the server until the answer): ``instrumented_ms`` less the parts.
 
 A package's ``cumulative_ms`` sums the self times of every module reachable from its own
 (ES imports as the ``resolve`` hook saw them, CommonJS requires by nesting), each once: what
-importing that package alone evaluates. Node builtins are evaluated inside their importer's
-time (``require``) or in the loading (``import``).
+importing that package alone costs.
 
 A server (stdio or HTTP) qualifies when a process of its tree was ``node`` in its cold
 starts' usage (usage.py). With a launcher in the tree (npm exec is itself node) the last node
@@ -70,19 +71,19 @@ def traced_env(command: Command, folder: str) -> dict[str, str]:
 
 def parse(text: str, until_ms: float) -> dict | None:
     """One process's trace (node_trace.mjs's lines) as ``{start_ms, runtime_ms, entry,
-    hooks_ms, first_ms, modules: {url: {evaluate_ms, compile_ms}}, loading_ms, edges: {url:
+    hooks_ms, first_ms, modules: {url: {evaluate_ms, load_ms}}, linking_ms, edges: {url:
     {url, ...}}}``: times in ms since the epoch (``runtime_ms`` since the process's time
     origin); ``hooks_ms`` when the loader hooks ran, ``first_ms`` the first evaluation's
-    begin (each None without); ``loading_ms`` the main thread's time from ``hooks_ms`` to
-    ``first_ms`` that no module's compile holds (None without either). An evaluation still
-    open at the read ends at ``until_ms``; a module evaluated twice (a CommonJS file loaded
-    again after a cache deletion) sums. None without the preload's P line."""
+    begin (each None without); ``load_ms`` and ``linking_ms`` loading_spans's (the entry's
+    resolve, asked with no parent, is the entry's; ``linking_ms`` None without hooks or
+    evaluation). An evaluation still open at the read ends at ``until_ms``; a module
+    evaluated twice (a CommonJS file loaded again after a cache deletion) sums. None
+    without the preload's P line."""
     head, hooks, first = None, None, None
     stack: list[list] = []  # [url, begin, children's ms]
     evaluate: dict[str, float] = {}
     edges: dict[str, set[str]] = {}
     sends: list[tuple[float, str, str]] = []
-    ready: dict[str, float] = {}
 
     def close(at: float) -> None:
         url, begin, inner = stack.pop()
@@ -110,38 +111,43 @@ def parse(text: str, until_ms: float) -> dict | None:
             sends.append((float(fields[3]), fields[1], fields[2]))
         elif kind == "I" and count == 3:
             edges.setdefault(fields[1], set()).add(fields[2])
-        elif kind == "L" and count == 3:
-            ready[fields[1]] = float(fields[2])
     while stack:
         close(until_ms)
     if head is None:
         return None
-    compile_ms = compiles(sorted(sends), ready, hooks)
-    modules = {url: {"evaluate_ms": evaluate.get(url, 0.0), "compile_ms": compile_ms.get(url, 0.0)}
-               for url in {*evaluate, *compile_ms}}
-    loading = None
+    loading, linking = {}, None
     if hooks is not None and first is not None:
-        loading = first - hooks - sum(ms for url, ms in compile_ms.items()
-                                      if ready[url] <= first)
+        loading, linking = loading_spans(sorted(sends), hooks, first)
+    if "" in loading and head["entry"]:
+        loading[head["entry"]] = loading.pop("") + loading.get(head["entry"], 0.0)
+    modules = {url: {"evaluate_ms": evaluate.get(url, 0.0), "load_ms": loading.get(url, 0.0)}
+               for url in {*evaluate, *loading}}
     return {**head, "hooks_ms": hooks, "first_ms": first, "modules": modules,
-            "loading_ms": loading, "edges": edges}
+            "linking_ms": linking, "edges": edges}
 
 
-def compiles(sends: list[tuple[float, str, str]], ready: dict[str, float],
-             hooks_ms: float | None) -> dict[str, float]:
-    """Each ES module's compile on the main thread, ms: from the later of its source being
-    ready (``ready``) and the main thread's previous request to the loader thread, to its
-    first resolve request (``sends``: ``(time, method, url)`` in time order; an ES module
-    asks for its imports' resolves right after it is compiled, and the load hook gives each
-    one an import). The main thread runs one thing at a time, so these spans do not
-    overlap."""
-    found: dict[str, float] = {}
-    before = hooks_ms if hooks_ms is not None else float("-inf")
-    for at, method, url in sends:
-        if method == "resolve" and url in ready and url not in found:
-            found[url] = at - max(before, ready[url])
-        before = at
-    return found
+def loading_spans(sends: list[tuple[float, str, str]], hooks_ms: float,
+                  first_ms: float) -> tuple[dict[str, float], float]:
+    """The main thread's ES module loading, from the hooks' start to the first evaluation,
+    cut at each of its requests to the loader thread (``sends``: ``(time, method, url)`` in
+    time order): each span is charged to the module the request that ends it is for, the
+    one the main thread was waiting for or compiling (a ``load`` of url: url's resolve
+    answered; a ``resolve`` from url: url was compiled, as an ES module asks for its
+    imports' resolves right after its compile, and the load hook gives each one an import).
+
+    Returns:
+        ``({url: ms}, the last span's ms)``: the last, from the last request to the first
+        evaluation, holds the graph's instantiation (no module's); the spans sum to
+        ``first_ms - hooks_ms``.
+    """
+    spans: dict[str, float] = {}
+    before = hooks_ms
+    for at, _method, url in sends:
+        if at > first_ms:
+            break
+        spans[url] = spans.get(url, 0.0) + at - max(before, hooks_ms)
+        before = max(before, at)
+    return spans, first_ms - before
 
 
 def server_trace(texts: list[str], until_ms: float) -> dict | None:
@@ -156,6 +162,8 @@ def package_of(url: str, names: dict[str, str]) -> str:
     ``file:`` URL's file that has one, else imports.NOT_INSTALLED; another scheme (``node:``,
     ``data:``) by its scheme. ``names`` caches each folder's answer."""
     parts = urlsplit(url)
+    if parts.scheme == "node":
+        return imports.STDLIB
     if parts.scheme != "file":
         return f"({parts.scheme})"
     folder = os.path.dirname(unquote(parts.path))
@@ -180,10 +188,10 @@ def package_of(url: str, names: dict[str, str]) -> str:
 
 def attribute(trace: dict, names: dict[str, str]) -> dict:
     """One start's trace per package, in imports.attribute's shape: ``{import_ms,
-    interpreter_ms, http_ms: 0, loading_ms, distributions: {package: {self_ms,
-    cumulative_ms, modules}}}``: a module's self time is its compile and its evaluation;
+    interpreter_ms, http_ms: 0, linking_ms, distributions: {package: {self_ms,
+    cumulative_ms, modules}}}``: a module's self time is its loading and its evaluation;
     ``import_ms`` their sum over the modules, ``interpreter_ms`` node's start before the
-    preload, ``loading_ms`` parse's; the entry script's package is imports.NOT_INSTALLED
+    preload, ``linking_ms`` parse's; the entry script's package is imports.NOT_INSTALLED
     (the server's own code)."""
     main = package_of(trace["entry"], names) if trace["entry"] else None
     own = {url: sum(times.values()) for url, times in trace["modules"].items()}
@@ -200,7 +208,7 @@ def attribute(trace: dict, names: dict[str, str]) -> dict:
         reached = reachable([u for u, n in owner.items() if n == name], trace["edges"])
         entry["cumulative_ms"] = sum(own.get(u, 0.0) for u in reached)
     return {"import_ms": sum(own.values()), "interpreter_ms": trace["runtime_ms"],
-            "http_ms": 0.0, "loading_ms": trace["loading_ms"], "distributions": dists}
+            "http_ms": 0.0, "linking_ms": trace["linking_ms"], "distributions": dists}
 
 
 def reachable(roots: list[str], edges: dict[str, set[str]]) -> set[str]:
@@ -221,7 +229,7 @@ def applies(server: Server) -> bool:
 
 
 def measure(server: Server, settings: Settings) -> None:
-    """The ``imports`` block (``runtime`` "node", with ``loading_ms``) of a server that
+    """The ``imports`` block (``runtime`` "node", with ``linking_ms``) of a server that
     ``applies``: RUNS traced starts. A start without an answer, without a trace or without
     the loader hooks leaves the block out with the cause (``not_measured["imports"]``); the
     row is not failed."""
@@ -232,7 +240,7 @@ def measure(server: Server, settings: Settings) -> None:
                 ms, _, (texts, until) = profiled_start(
                     server.command, server.spawning(settings),
                     traced_env(server.command, folder),
-                    lambda _p, folder=folder: _read(folder), server.before_spawn)
+                    lambda _p, folder=folder: read_traces(folder), server.before_spawn)
             trace = server_trace(texts, until)
             if trace is None:
                 raise RuntimeError("no node process ran the preload (NODE_OPTIONS "
@@ -246,14 +254,14 @@ def measure(server: Server, settings: Settings) -> None:
         return
     block = imports.block(starts, {"classifiers": {}}, server.row.cold_start_median(),
                           server.transport, runtime="node")
-    loading = [a["loading_ms"] for _, a in starts]
-    server.row.imports = {**block, "loading_ms": None if None in loading
+    linking = [a["linking_ms"] for _, a in starts]
+    server.row.imports = {**block, "linking_ms": None if None in linking
                           else statistics.median(loading)}
     server.row.skip_block("imports.other_transport", "the transport finding reads Python "
                           "distributions' classifiers only")
 
 
-def _read(folder: str) -> tuple[list[str], float]:
+def read_traces(folder: str) -> tuple[list[str], float]:
     """Each process's trace file as written so far, and the read's time (ms since the
     epoch, the clock of the trace's times)."""
     until = time.time() * 1000
