@@ -5,9 +5,19 @@ npm packages by the nearest named package.json, the launcher's process left out,
 parts adding up to the profiled start."""
 
 import json
+from pathlib import Path
 
+import pytest
+
+from conftest import unavailable
 from mcpstart.command import Command
-from mcpstart.measure import imports, node_packages
+from mcpstart.measure import attribution, imports, node_packages
+from mcpstart.measure.server import Server
+from mcpstart.measure.settings import Settings
+from mcpstart.results import ServerResult
+from mcpstart.targets.build import cache_root, ensure_built
+from mcpstart.targets.recipes import load_recipes
+from mcpstart.transports.tree import child_subreaper
 from mcpstart.views.table import start_split
 
 
@@ -136,3 +146,42 @@ def test_the_preload_goes_through_node_options(tmp_path):
     assert env["NODE_OPTIONS"] == ("--max-old-space-size=64 --import="
                                    + node_packages.PRELOAD.as_uri())
     assert env[node_packages.FOLDER] == str(tmp_path) and node_packages.PRELOAD.is_file()
+
+
+def test_a_tree_that_runs_node_gets_the_node_profile():
+    row = ServerResult(name="s")
+    row.start_usage = {"processes": [{"name": "npm exec"}, {"name": "node"}]}
+    server = Server(row, None)
+    assert attribution.chosen(server) is node_packages
+    assert row.not_measured == {"classes": attribution.WHY_NOT["classes"]}
+
+
+@pytest.mark.e2e
+def test_the_typescript_server_start_by_package(tmp_path):
+    """Three traced starts of the built typescript reference server (cached build): the SDK,
+    its core and zod by package, the entry's own package as the server's code, and the
+    parts (node's start, the packages' self times, the graph's linking) inside the start."""
+    [recipe] = load_recipes(Path(__file__).parent.parent / "build-recipes", ["typescript"])
+    build = ensure_built(recipe, cache_root())
+    if build.status == "skipped":
+        unavailable(f"typescript: {build.reason}")
+    assert build.ok, build.reason
+    row = ServerResult("typescript", sdk=recipe.sdk)
+    row.start_usage = {"processes": [{"name": "node"}]}
+    server = Server(row, build.command())
+    with child_subreaper():
+        node_packages.measure(server, Settings(timeout_s=60))
+    block = row.imports
+    assert block is not None, row.not_measured
+    assert block["runtime"] == "node" and block["runs"] == node_packages.RUNS
+    dists = {d["name"]: d for d in block["distributions"]}
+    sdk = dists["@modelcontextprotocol/server"]
+    assert sdk["installed"] and sdk["modules"] >= 2
+    assert sdk["cumulative_ms"] > sdk["self_ms"] > 0
+    assert dists["zod"]["modules"] > 10 and dists["@modelcontextprotocol/core"]["installed"]
+    assert not dists[imports.NOT_INSTALLED]["installed"]
+    assert dists[imports.NOT_INSTALLED]["cumulative_ms"] >= sdk["cumulative_ms"]
+    parts = block["interpreter_ms"] + block["import_ms"] + block["linking_ms"]
+    assert 0.3 * block["instrumented_ms"] < parts <= block["instrumented_ms"]
+    assert abs(sum(d["self_ms"] for d in dists.values()) - block["import_ms"]) \
+        <= 0.2 * block["import_ms"]

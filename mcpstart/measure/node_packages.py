@@ -256,7 +256,7 @@ def measure(server: Server, settings: Settings) -> None:
                           server.transport, runtime="node")
     linking = [a["linking_ms"] for _, a in starts]
     server.row.imports = {**block, "linking_ms": None if None in linking
-                          else statistics.median(loading)}
+                          else statistics.median(linking)}
     server.row.skip_block("imports.other_transport", "the transport finding reads Python "
                           "distributions' classifiers only")
 
