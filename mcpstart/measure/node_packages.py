@@ -53,7 +53,7 @@ from .settings import Settings
 BLOCK = "imports"
 """The results block this profile fills."""
 RUNS = imports.RUNS
-NODE = re.compile(r"nodejs|node")
+NODE = re.compile(r"node(js)?")
 """Node.js's command name (``comm``; Debian's binary is ``nodejs``)."""
 PRELOAD = Path(__file__).with_name("node_trace.mjs")
 FOLDER = "MCPSTART_NODE_TRACE"
@@ -143,10 +143,9 @@ def loading_spans(sends: list[tuple[float, str, str]], hooks_ms: float,
     spans: dict[str, float] = {}
     before = hooks_ms
     for at, _method, url in sends:
-        if at > first_ms:
-            break
-        spans[url] = spans.get(url, 0.0) + at - max(before, hooks_ms)
-        before = max(before, at)
+        if hooks_ms <= at <= first_ms:
+            spans[url] = spans.get(url, 0.0) + at - before
+            before = at
     return spans, first_ms - before
 
 
