@@ -87,6 +87,49 @@ def test_loading_is_cut_at_each_request_and_charged_to_its_module(tmp_path):
     assert loads + trace["linking_ms"] == trace["first_ms"] - trace["hooks_ms"] == 30.0
 
 
+FIXTURE = Path(__file__).parent / "fixtures" / "node_trace" / "acme.tsv"
+"""Recorded with node 20.20 and the preload from an app (dist/server.js, ESM, importing
+@acme/sdk and node:fs) whose SDK's index.mjs imports table.mjs and spin.mjs (ESM, in a dist/
+with a nameless package.json) and dep (CommonJS, requiring more.js); index.mjs spins 20 ms
+at its top level, table.mjs 10 ms, dep 5 ms, more.js 3 ms. ``{root}`` stands for the folder."""
+PACKAGES = {"app": {"name": "app", "type": "module"},
+            "app/node_modules/@acme/sdk": {"name": "@acme/sdk"},
+            "app/node_modules/@acme/sdk/dist": {"type": "module"},
+            "app/node_modules/dep": {"name": "dep", "main": "index.js"}}
+
+
+def test_a_recorded_trace_by_module_and_package(tmp_path):
+    for folder, manifest in PACKAGES.items():
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "package.json").write_text(json.dumps(manifest))
+    text = FIXTURE.read_text().replace("{root}", str(tmp_path))
+    trace = node_packages.server_trace([text], until_ms=2e12)
+    url = lambda path: f"file://{tmp_path}/app/{path}"  # noqa: E731
+    sdk = "node_modules/@acme/sdk/dist/"
+    modules = trace["modules"]
+    assert set(modules) == {url("dist/server.js"), url(sdk + "index.mjs"),
+                            url(sdk + "table.mjs"), url(sdk + "spin.mjs"),
+                            url("node_modules/dep/index.js"), url("node_modules/dep/more.js")}
+    assert modules[url(sdk + "index.mjs")]["evaluate_ms"] == pytest.approx(25.148, abs=1e-3)
+    assert modules[url(sdk + "table.mjs")]["evaluate_ms"] == pytest.approx(10.298, abs=1e-3)
+    assert modules[url("node_modules/dep/more.js")]["evaluate_ms"] == pytest.approx(3.231,
+                                                                                  abs=1e-3)
+    assert modules[url("node_modules/dep/index.js")] == pytest.approx(
+        {"evaluate_ms": 16.498, "load_ms": 1.114}, abs=1e-3)  # more.js's 3.231 taken out
+    assert modules[url("dist/server.js")]["load_ms"] == pytest.approx(11.549, abs=1e-3)
+    loads = sum(m["load_ms"] for m in modules.values())
+    assert loads + trace["linking_ms"] == pytest.approx(trace["first_ms"] - trace["hooks_ms"])
+    assert trace["linking_ms"] == pytest.approx(3.879, abs=1e-3)
+    dists = node_packages.attribute(trace, {})["distributions"]
+    assert {name: d["modules"] for name, d in dists.items()} == {
+        "@acme/sdk": 3, "dep": 2, imports.NOT_INSTALLED: 1}
+    assert dists["@acme/sdk"]["self_ms"] == pytest.approx(44.709, abs=1e-3)
+    assert dists["@acme/sdk"]["cumulative_ms"] == pytest.approx(
+        dists["@acme/sdk"]["self_ms"] + dists["dep"]["self_ms"])
+    assert dists[imports.NOT_INSTALLED]["cumulative_ms"] == pytest.approx(
+        sum(d["self_ms"] for d in dists.values()))
+
+
 def test_commonjs_requires_nest_and_leave_their_parent_its_own_time():
     text = ("P\t7\t0.0\t30.0\tfile:///a.js\n"
             "B\tfile:///a.js\t100.0\nB\tfile:///b.js\t101.0\nB\tfile:///c.js\t102.0\n"
