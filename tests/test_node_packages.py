@@ -42,8 +42,8 @@ def _tree(tmp_path):
 
 def _trace(u):
     """The server's node: the hooks run at 1010; resolve and load requests; evaluation
-    from 1040 (the CommonJS dependency, then the SDK, then the entry); a last line being
-    written."""
+    from 1040 (the CommonJS dependency, then the SDK, then the entry); a dynamic import's
+    request after it (the server's code, not the loading); a last line being written."""
     return "\n".join([
         f"P\t100\t1000.0\t40.0\t{u['entry']}",
         "R\t1010.0",
@@ -64,6 +64,7 @@ def _trace(u):
         f"E\t{u['sdk']}\t1047.0",
         f"B\t{u['entry']}\t1047.0",
         f"E\t{u['entry']}\t1048.0",
+        f"S\tresolve\t{u['entry']}\t1060.0",
         f"B\t{u['entry']}\t10",
     ])
 
