@@ -5,6 +5,8 @@ npm packages by the nearest named package.json, the launcher's process left out,
 parts adding up to the profiled start."""
 
 import json
+import statistics
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -203,8 +205,10 @@ def test_a_tree_that_runs_node_gets_the_node_profile():
 @pytest.mark.e2e
 def test_the_typescript_server_start_by_package(tmp_path):
     """Three traced starts of the built typescript reference server (cached build): the SDK,
-    its core and zod by package, the entry's own package as the server's code, and the
-    parts (node's start, the packages' self times, the graph's linking) inside the start."""
+    its core and zod by package, the entry's own package as the server's code, the parts
+    (node's start, the packages' self times, the graph's linking) inside the start, and the
+    SDK's cumulative time within 2x of importing it alone by hand (performance.now() around
+    the import; benchmarks/node_import_check.py holds it to 20%)."""
     [recipe] = load_recipes(Path(__file__).parent.parent / "build-recipes", ["typescript"])
     build = ensure_built(recipe, cache_root())
     if build.status == "skipped":
@@ -229,3 +233,10 @@ def test_the_typescript_server_start_by_package(tmp_path):
     assert 0.3 * block["instrumented_ms"] < parts <= block["instrumented_ms"]
     assert abs(sum(d["self_ms"] for d in dists.values()) - block["import_ms"]) \
         <= 0.2 * block["import_ms"]
+    script = ("const t0 = performance.now(); await import('@modelcontextprotocol/server'); "
+              "console.log(performance.now() - t0);")
+    folder = Path(build.command().argv[1]).parent.parent
+    hand = statistics.median(float(subprocess.run(
+        ["node", "--input-type=module", "-e", script], cwd=folder, capture_output=True,
+        text=True, check=True).stdout) for _ in range(3))
+    assert hand / 2 <= sdk["cumulative_ms"] <= 2 * hand
