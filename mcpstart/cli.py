@@ -295,7 +295,7 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
     opt("--attribution/--no-attribution", default=True,
         help="Where each start goes: CPU and waits; Python imports, Go package inits, JVM "
-             "classes."),
+             "classes, Node.js module evaluation."),
     opt("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), metavar="MIB",
         help="Each spawned server in a memory cgroup of its own limited to MIB, as in a "
              "container (Linux; the row says when none can be set)."),

@@ -281,7 +281,8 @@ def test_node_idle_memory_is_read_after_it_settles(measured):
 def test_start_attribution_names_each_runtime_units(measured):
     """Python's start by distribution, Go's package inits by module (the SDK's module named,
     the inits summing to the block's total and staying inside the profiled start), the JVM's
-    classes by jar; the other runtimes say why they have no block."""
+    classes by jar, Node.js's modules by npm package; the other runtimes say why they have
+    no block."""
     _, data, _, _, _, _ = measured
     by_name = rows(data)
     python, go = by_name["python"]["imports"], by_name["go"]["imports"]
@@ -295,6 +296,8 @@ def test_start_attribution_names_each_runtime_units(measured):
     assert java["classes"] > 1000 and java["first_class_ms"] < java["last_class_ms"]
     assert any(s["name"].startswith("mcp-core-") for s in java["sources"])
     assert "imports" in by_name["java"]["not_measured"]
-    for name in ("c", "rust", "typescript"):
+    node = by_name["typescript"]["imports"]
+    assert node["runtime"] == "node" and "zod" in [d["name"] for d in node["distributions"]]
+    for name in ("c", "rust"):
         assert by_name[name]["imports"] is None and by_name[name]["classes"] is None
         assert {"imports", "classes"} <= set(by_name[name]["not_measured"])

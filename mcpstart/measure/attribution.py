@@ -1,17 +1,17 @@
 """Which runtime's start-up profile a server gets: the first of RUNTIMES that applies to it
-(a Python interpreter in its tree, a Go executable as its program, a JVM in its tree; each
-module's ``applies``), run after the counted cold starts. Every profile block the server does
+(a Python interpreter in its tree, a Go executable as its program, a JVM in its tree, node in
+its tree; each module's ``applies``), run after the counted cold starts. Every profile block the server does
 not get says why (``not_measured``)."""
 
 from __future__ import annotations
 
-from . import go_init, imports, jvm_classes
+from . import go_init, imports, jvm_classes, node_packages
 from .server import Server
 
-RUNTIMES = (imports, go_init, jvm_classes)
+RUNTIMES = (imports, go_init, jvm_classes, node_packages)
 WHY_NOT = {
-    "imports": "profiled for servers whose tree runs a Python interpreter, or whose program "
-               "is a Go executable, only",
+    "imports": "profiled for servers whose tree runs a Python interpreter or node, or whose "
+               "program is a Go executable, only",
     "classes": "read for servers whose tree runs a JVM (java) only",
 }
 """Each profile block (a RUNTIMES module's BLOCK) and the reason a server lacks it."""

@@ -222,7 +222,8 @@ def start_split(row: dict) -> list[tuple[str, float]] | None:
     """A profiled start (the ``imports`` block, docs/results.md#imports) in START_PARTS, ms:
     the interpreter's own imports and the standard library's (Python; Go's standard library
     package inits); the SDK's distributions or modules (the row's ``sdk``, and a Python
-    SDK's ``PACKAGE-*`` companions such as mcp-types); the server's own code (``installed``
+    SDK's ``PACKAGE-*`` companions such as mcp-types, a scoped npm SDK's packages of the
+    same scope such as @modelcontextprotocol/core); the server's own code (``installed``
     false: "(not installed)", a Go main module); every other package; and the rest of the
     profiled start (the runtime's own start before any import, the server's code until the
     answer). Self times, so the parts add up to the profiled start. None without a block."""
@@ -230,6 +231,7 @@ def start_split(row: dict) -> list[tuple[str, float]] | None:
     if not isinstance(imports, dict) or not is_number(imports.get("instrumented_ms")):
         return None
     sdk = row.get("sdk") or dig(row, "sdk_source.package")
+    scope = f"{sdk.split('/')[0]}/" if sdk and sdk.startswith("@") else None
     parts = dict.fromkeys(START_PARTS, 0.0)
     parts[START_PARTS[0]] = number(imports["interpreter_ms"]) \
         if is_number(imports.get("interpreter_ms")) else 0.0
@@ -237,7 +239,8 @@ def start_split(row: dict) -> list[tuple[str, float]] | None:
         name = dist.get("name")
         part = (START_PARTS[0] if name == "(standard library)" else
                 START_PARTS[2] if not dist.get("installed") else
-                START_PARTS[1] if sdk and (name == sdk or str(name).startswith(f"{sdk}-")) else
+                START_PARTS[1] if sdk and (name == sdk or str(name).startswith(f"{sdk}-")
+                                           or scope and str(name).startswith(scope)) else
                 START_PARTS[3])
         parts[part] += number(dist["self_ms"]) if is_number(dist.get("self_ms")) else 0.0
     parts[START_PARTS[4]] = max(number(imports["instrumented_ms"]) - sum(parts.values()), 0.0)

@@ -54,7 +54,9 @@ def why(doc: dict, name: str | None = None) -> str:
                      f"({imports['runs']} runs; unprofiled median "
                      f"{fmt_ms(imports['uninstrumented_ms'])} ms)"
                      + ("" if imports["interpreter_ms"] is None else
-                        f"; the interpreter's own {fmt_ms(imports['interpreter_ms'])} ms apart"))
+                        f"; the interpreter's own {fmt_ms(imports['interpreter_ms'])} ms apart")
+                     + ("" if imports.get("linking_ms") is None else
+                        f"; linking the module graph {fmt_ms(imports['linking_ms'])} ms"))
         lines.append("  per module (ms: init, packages):" if go else
                      "  per distribution (ms: cumulative, self, modules):")
         lines += [f"    {d['name']}: {fmt_ms(d['cumulative_ms'])}, "
