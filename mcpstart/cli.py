@@ -227,12 +227,16 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
 
 
 def _show(loaded: list, fmt: str, full: bool, exports, *args) -> None:
-    """Print the table or records on stdout (compact on a terminal, without ``full``); what
-    does not fit the format on stderr."""
+    """Print the table or records on stdout (compact on a terminal, without ``full``, and
+    cut into blocks of servers that fit its width); what does not fit the format on
+    stderr."""
+    from shutil import get_terminal_size
+
     from .views.exports import present
 
     compact = not full and click.get_text_stream("stdout").isatty()
     click.echo(_input(present, loaded, fmt, exports, *args, compact=compact,
+                      width=get_terminal_size().columns if compact else None,
                       aside=lambda text: click.echo(text, err=True)), nl=False)
 
 
