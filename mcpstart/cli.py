@@ -228,7 +228,7 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
 
 def _show(loaded: list, fmt: str, full: bool, exports, *args) -> None:
     """Print the table or records on stdout (compact on a terminal, without ``full``, and
-    cut into blocks of servers that fit its width); what does not fit the format on
+    cut into blocks of columns that fit its width); what does not fit the format on
     stderr."""
     from shutil import get_terminal_size
 

@@ -599,14 +599,16 @@ def test_a_note_servers_share_is_printed_once_naming_them():
     assert len(lines) == len(set(lines))
 
 
-@pytest.mark.parametrize("width", [40, 60, 80])
-def test_a_table_wider_than_the_terminal_is_cut_into_blocks_of_servers_that_fit(width):
-    """Every server once, in order, each row's cells as in the whole table; each block as
-    wide as the terminal at most, unless it holds one server alone; what is under the table
-    unchanged."""
+@pytest.mark.parametrize("width,transpose", [(40, False), (60, False), (80, False),
+                                             (80, True)])
+def test_a_table_wider_than_the_terminal_is_cut_into_blocks_of_columns_that_fit(width,
+                                                                                transpose):
+    """Every server (transposed: every metric) once, in order, each row's cells as in the
+    whole table; each block as wide as the terminal at most, unless it holds one column
+    alone; what is under the table unchanged."""
     doc = json.loads(REFERENCE.read_text())
-    whole = table(doc, compact=True).split("\n\n")
-    cut = table(doc, compact=True, width=width).split("\n\n")
+    whole = table(doc, compact=True, transpose=transpose).split("\n\n")
+    cut = table(doc, compact=True, transpose=transpose, width=width).split("\n\n")
     blocks, under = cut[:len(cut) - len(whole) + 1], cut[len(cut) - len(whole) + 1:]
     assert under == whole[1:] and len(blocks) > 1
     header, rows = grid(whole[0])
@@ -616,7 +618,8 @@ def test_a_table_wider_than_the_terminal_is_cut_into_blocks_of_servers_that_fit(
     assert all(max(map(len, block.splitlines())) <= width or len(head) == 2
                for block, (head, _) in zip(blocks, grids))
     fits = max(map(len, whole[0].splitlines()))
-    assert table(doc, compact=True, width=fits) == "\n\n".join(whole)
+    assert table(doc, compact=True, transpose=transpose, width=fits) == "\n\n".join(whole)
+    assert "\n\n" not in table(doc, "tsv", compact=True, width=width)  # one table, one header
 
 
 def test_measure_and_report_print_the_compact_table_on_a_terminal_only(monkeypatch, tmp_path):

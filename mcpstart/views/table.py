@@ -1031,10 +1031,11 @@ sections under it are plain text, which a parser of the format would reject or m
 
 
 def _blocks(body: list[list[str]], headers: list[str], width: int, render) -> str:
-    """The table ``render(body, headers)`` draws, its server columns cut into blocks of whole
-    columns that each, with the metric column, are at most ``width`` characters wide (one
-    server alone may be wider), one blank line apart: how pandas prints a frame wider than
-    the terminal (``display.expand_frame_repr``). One block when all fit."""
+    """The table ``render(body, headers)`` draws, its columns after the first (servers; with
+    --transpose, metrics) cut into blocks of whole columns that each, with the first, are at
+    most ``width`` characters wide (one column alone may be wider), one blank line apart:
+    how pandas prints a frame wider than the terminal (``display.expand_frame_repr``). One
+    block when all fit."""
     def block(first: int, end: int) -> str:
         return render([[line[0], *line[first:end]] for line in body],
                       [headers[0], *headers[first:end]])
@@ -1063,9 +1064,9 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     notes (reasons, warnings, what was not measured, idle-memory settle time, PSS/USS
     caveat), the startup budget when measured, and one provenance line per file. For a
     FORMAT_ONLY ``tablefmt`` those go to ``aside(text)`` (None: dropped), the table alone is
-    returned. ``width``: a terminal's columns; a table of servers as columns wider than that is
-    printed in blocks of servers that fit (_blocks; not in a FORMAT_ONLY format, whose reader
-    wants one table).
+    returned. ``width``: a terminal's columns; a table wider than that is printed in blocks
+    of columns that fit, the first column repeated (_blocks; not in a FORMAT_ONLY format,
+    whose reader wants one table).
 
     Raises:
         UnknownMetric: a ``metrics`` path names no row.
@@ -1094,7 +1095,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
                         colalign=("left", *["right"] * (len(headers) - 1)))
 
     text = (_blocks(body, headers, width, render)
-            if width and not transpose and tablefmt not in FORMAT_ONLY else render(body, headers))
+            if width and tablefmt not in FORMAT_ONLY else render(body, headers))
     if tablefmt == "tsv":  # fields as they are, not padded to a column's width
         text = "\n".join("\t".join(f.strip() for f in line.split("\t"))
                          for line in text.splitlines())
