@@ -20,7 +20,8 @@ class Step(NamedTuple):
 
     Attributes:
         text: the line a plain log prints ("go: cold start run 3/6").
-        phase: "build", "matrix", "cold start", "session", "startup" or "note".
+        phase: "build", "matrix", "cold start", "session", "settle" (the wait for idle
+            memory, within a session), "load", "startup" or "note".
         server: the server it concerns, if one.
         done, total: position in a series of known length (the cold-start runs), for a bar;
             None where the length is unknown (a build).

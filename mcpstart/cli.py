@@ -5,6 +5,7 @@ library's (engine.py, views/). Exit status: 0 all measured or skipped, 1 a serve
 from __future__ import annotations
 
 import math
+import os
 import sys
 from functools import reduce
 from importlib import import_module
@@ -41,8 +42,33 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+def _help_width() -> int:
+    """The width, in columns, of click's help text: what its HelpFormatter takes when given
+    none (``formatting.FORCED_WIDTH``, else the terminal's columns as
+    ``shutil.get_terminal_size`` reads them, at most 80, less 2, at least 50), read without
+    importing shutil, which (with bz2 and lzma) is a sixth of the time ``mcpstart --help``
+    adds to ``import click`` (benchmarks/cli_startup.py)."""
+    if click.formatting.FORCED_WIDTH is not None:
+        return click.formatting.FORCED_WIDTH
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return max(min(columns or 80, 80) - 2, 50)
+
+
 class _Main(click.Group):
-    """Keeps the command line for the results file; exits in order (interrupts.orderly_exit)."""
+    """Keeps the command line for the results file; exits in order (interrupts.orderly_exit);
+    gives every command's help its width (_help_width)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        extra.setdefault("terminal_width", _help_width())
+        return super().make_context(info_name, args, parent, **extra)
 
     def parse_args(self, ctx, args):
         ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
@@ -201,12 +227,16 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
 
 
 def _show(loaded: list, fmt: str, full: bool, exports, *args) -> None:
-    """Print the table or records on stdout (compact on a terminal, without ``full``); what
-    does not fit the format on stderr."""
+    """Print the table or records on stdout (compact on a terminal, without ``full``, and
+    cut into blocks of columns that fit its width); what does not fit the format on
+    stderr."""
+    from shutil import get_terminal_size
+
     from .views.exports import present
 
     compact = not full and click.get_text_stream("stdout").isatty()
     click.echo(_input(present, loaded, fmt, exports, *args, compact=compact,
+                      width=get_terminal_size().columns if compact else None,
                       aside=lambda text: click.echo(text, err=True)), nl=False)
 
 

@@ -344,6 +344,43 @@ def test_the_cli_module_loads_nothing_beyond_click_but_its_own_two():
     assert loaded == {"mcpstart", "mcpstart.cli", "mcpstart.defaults"}
 
 
+def test_help_loads_only_what_clicks_help_text_needs():
+    """`mcpstart --help` itself, not only the import (benchmarks/cli_startup.py): beyond the
+    CLI, click's wrapping and gettext; not shutil (with bz2 and lzma), which click's help
+    formatter imports for the terminal's width unless given one (cli._help_width); nor does
+    a command's help."""
+    import os
+    import subprocess
+    import sys
+
+    import click
+
+    code = ("import sys, click; before = set(sys.modules); from mcpstart.cli import main\n"
+            "for args in (['--help'], ['measure', '--help']):\n"
+            "    try: main(args)\n"
+            "    except SystemExit: print(*sorted(set(sys.modules) - before), file=sys.stderr)")
+    paths = [str(Path(__file__).parent.parent), str(Path(click.__file__).parent.parent)]
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
+    top, command = (set(line.split()) for line in out.stderr.splitlines())
+    assert top == {"mcpstart", "mcpstart.cli", "mcpstart.defaults", "locale", "_locale",
+                   "click._textwrap", "textwrap"}
+    assert not {"shutil", "bz2", "lzma"} & command
+
+
+@pytest.mark.parametrize("columns", [None, "0", "40", "60", "100", "wide"])
+def test_help_width_is_the_one_clicks_formatter_takes(monkeypatch, columns):
+    from click.formatting import HelpFormatter
+
+    from mcpstart.cli import _help_width
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert _help_width() == HelpFormatter().width
+
+
 def test_revisions_prints_the_matrix_and_fails_only_a_server_that_cannot_start(tmp_path):
     modern = f"modern={PYTHON_LINE} {FAKE} --discover 2026-07-28 --reject-initialize -32022"
     result = CliRunner().invoke(main, ["revisions", "--probe-timeout", "3", "--server", modern])

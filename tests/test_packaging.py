@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unavailable
+from conftest import FAKE, PYTHON, unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = "mcpstart/reference/"
@@ -178,4 +178,49 @@ def test_without_the_plot_extra_measure_report_and_compare_work(wheel, tmp_path)
     assert "matplotlib loaded: False" in said
     assert "| status " in done.stdout and "No regression." in done.stdout
     assert json.loads((tmp_path / "m.json").read_text())["servers"][0]["handshake_ms"]["n"] == 1
+    assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.e2e
+@pytest.mark.untimed  # an install, not a timing
+def test_pip_install_without_the_plot_extra_measures_reports_and_compares(wheel, tmp_path):
+    """The real thing the fast test above stands in for: the wheel pip-installed into a
+    fresh venv (its dependencies from PyPI, or pip's cache), without [plot]: matplotlib is
+    not there, the installed `mcpstart` measures a server, reports and compares, and `plot`
+    names the extra."""
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # pip of this interpreter installs into the venv (--python): no pip of its own to set up
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   env=env)
+    python, script = venv / "bin" / "python", venv / "bin" / "mcpstart"
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                           "--no-compile", "--disable-pip-version-check", str(wheel)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    if done.returncode and any(sign in done.stdout + done.stderr for sign in (
+            "NewConnectionError", "Failed to establish", "No matching distribution")):
+        unavailable(f"pip cannot reach PyPI for the dependencies: {done.stderr.strip()[-300:]}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    probe = subprocess.run([str(python), "-c", "import mcpstart; print(mcpstart.__file__)\n"
+                            "import matplotlib"], cwd=tmp_path, capture_output=True,
+                           text=True, env=env)
+    assert probe.stdout.startswith(str(venv)), probe.stdout  # the wheel's copy, not a checkout
+    assert "No module named 'matplotlib'" in probe.stderr
+
+    def mcpstart(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(script), *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300, env=env)
+
+    measured = mcpstart("measure", "-q", "--runs", "1", "--warmup", "0", "--round-trips", "0",
+                        "--no-attribution", "-o", "m.json", "--", *PYTHON, str(FAKE))
+    assert measured.returncode == 0, measured.stdout + measured.stderr
+    [row] = json.loads((tmp_path / "m.json").read_text())["servers"]
+    assert row["status"] == "ok" and row["handshake_ms"]["n"] == 1, row
+    reported = mcpstart("report", "m.json")
+    assert reported.returncode == 0 and "| status " in reported.stdout, reported.stderr
+    compared = mcpstart("compare", "m.json", "m.json")
+    assert compared.returncode == 0 and "No regression." in compared.stdout, compared.stderr
+    plotted = mcpstart("plot", "m.json", "-o", "p.png")
+    assert plotted.returncode == 2, plotted.stdout + plotted.stderr
+    assert "pip install 'mcpstart[plot]'" in plotted.stderr
     assert not (tmp_path / "p.png").exists()

@@ -253,3 +253,37 @@ def test_off_a_terminal_a_long_step_prints_a_heartbeat_until_the_next_step(tmp_p
         time.sleep(0.05)  # five intervals: a short Step has no heartbeat
         assert stream.getvalue() == after
     assert "\r" not in stream.getvalue()
+
+
+def test_the_idle_memory_wait_has_a_heartbeat_and_the_timed_calls_after_it_none():
+    """The wait for idle memory to settle may last the settle rule's max_s (30 s), and the
+    line before it is the last for that long: off a terminal it has the heartbeat; the large
+    call that follows, timed with nothing else of mcpstart running, stops it first."""
+    stream, clock = io.StringIO(), Clock()
+    with Display(stream, clock=clock, heartbeat_s=0.01) as display:
+        display(Step("[1/1] go: idle memory", "settle", "go"))
+        clock.now += 20
+        assert wait_for(stream, "mcpstart: still on: [1/1] go: idle memory (0:20)")
+        display(Step("[1/1] go: tools/call reverse_text with 5242880 bytes", "session", "go"))
+        assert not heartbeats()
+        after = stream.getvalue()
+        time.sleep(0.05)  # five intervals
+        assert stream.getvalue() == after
+
+
+def test_a_run_names_its_idle_memory_wait_as_the_settle_phase():
+    """What the display keys the heartbeat on, from a real run (the fake server, fast
+    settings): the idle-memory step is the one "settle" Step, the other session steps
+    "session"."""
+    from conftest import FAKE, PYTHON, fast
+    from mcpstart.command import Command
+    from mcpstart.measure import run
+    from mcpstart.results import ServerResult
+
+    said = []
+    server = run.Server(ServerResult("fake"), Command([*PYTHON, str(FAKE)]))
+    results = run.measure([server], fast(runs=1, warmup=0, round_trips=1, payload_bytes=1000),
+                          ["mcpstart", "measure"], {}, progress=said.append)
+    assert results.servers[0].status == "ok", results.servers[0].reason
+    assert [s.text for s in said if s.phase == "settle"] == ["[1/1] fake: idle memory"]
+    assert "[1/1] fake: tools/list" in [s.text for s in said if s.phase == "session"]

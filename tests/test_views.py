@@ -599,10 +599,34 @@ def test_a_note_servers_share_is_printed_once_naming_them():
     assert len(lines) == len(set(lines))
 
 
+@pytest.mark.parametrize("width,transpose", [(40, False), (60, False), (80, False),
+                                             (80, True)])
+def test_a_table_wider_than_the_terminal_is_cut_into_blocks_of_columns_that_fit(width,
+                                                                                transpose):
+    """Every server (transposed: every metric) once, in order, each row's cells as in the
+    whole table; each block as wide as the terminal at most, unless it holds one column
+    alone; what is under the table unchanged."""
+    doc = json.loads(REFERENCE.read_text())
+    whole = table(doc, compact=True, transpose=transpose).split("\n\n")
+    cut = table(doc, compact=True, transpose=transpose, width=width).split("\n\n")
+    blocks, under = cut[:len(cut) - len(whole) + 1], cut[len(cut) - len(whole) + 1:]
+    assert under == whole[1:] and len(blocks) > 1
+    header, rows = grid(whole[0])
+    grids = [grid(block) for block in blocks]
+    assert [name for head, _ in grids for name in head[1:]] == header[1:]
+    assert {label: [c for _, r in grids for c in r[label]] for label in rows} == rows
+    assert all(max(map(len, block.splitlines())) <= width or len(head) == 2
+               for block, (head, _) in zip(blocks, grids))
+    fits = max(map(len, whole[0].splitlines()))
+    assert table(doc, compact=True, transpose=transpose, width=fits) == "\n\n".join(whole)
+    assert "\n\n" not in table(doc, "tsv", compact=True, width=width)  # one table, one header
+
+
 def test_measure_and_report_print_the_compact_table_on_a_terminal_only(monkeypatch, tmp_path):
     import click
 
     tty = []
+    monkeypatch.setenv("COLUMNS", "80")  # the terminal's width, which the table is cut to
     real = click.get_text_stream
     monkeypatch.setattr(click, "get_text_stream", lambda name, *a, **k: type(
         "S", (), {"isatty": lambda self: bool(tty)})() if name == "stdout" else real(name, *a, **k))
@@ -612,4 +636,5 @@ def test_measure_and_report_print_the_compact_table_on_a_terminal_only(monkeypat
     full = CliRunner().invoke(main, ["report", str(REFERENCE), "--full"])
     assert piped.exit_code == terminal.exit_code == full.exit_code == 0
     assert piped.stdout == full.stdout == table(json.loads(REFERENCE.read_text())) + "\n"
-    assert terminal.stdout == table(json.loads(REFERENCE.read_text()), compact=True) + "\n"
+    assert terminal.stdout == table(json.loads(REFERENCE.read_text()), compact=True,
+                                    width=80) + "\n"

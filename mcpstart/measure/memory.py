@@ -191,17 +191,16 @@ def sharing(processes: ProcessSet) -> list[dict]:
     the server's PSS and USS depend on them. Other users' processes cannot be read.
 
     Returns:
-        ``[{pid, cmdline, mcpstart}]``; ``mcpstart`` marks mcpstart's own process (a Python
-        server shares the interpreter with it, which a client would not).
+        ``[{pid, mcpstart}]``; ``mcpstart`` marks mcpstart's own process (a Python server
+        shares the interpreter with it, which a client would not). No command line: a
+        results file is shared (a CI artifact, a release note), and another program's
+        arguments may hold its secrets (files of 0.2.0 hold ``cmdline`` too).
     """
     members = {p.pid for p in processes.alive()}
     exes = {key for pid in members if (key := _executable(pid)) is not None}
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if proc.pid not in members and _executable(proc.pid) in exes:
-            found.append({"pid": proc.pid, "cmdline": proc.info["cmdline"] or [],
-                          "mcpstart": proc.pid == os.getpid()})
-    return found
+    return [{"pid": proc.pid, "mcpstart": proc.pid == os.getpid()}
+            for proc in psutil.process_iter() if proc.pid not in members
+            and _executable(proc.pid) in exes]
 
 
 def _executable(pid: int) -> tuple[int, int] | None:

@@ -173,8 +173,8 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     floor = floor_of(live, steps.floor)
     for index, server in enumerate(live, 1):
         if not server.never_started:
-            say = lambda text, n=server.row.name, i=index: progress(
-                Step(f"[{i}/{len(live)}] {n}: {text}", "session", n))
+            say = lambda text, phase="session", n=server.row.name, i=index: progress(
+                Step(f"[{i}/{len(live)}] {n}: {text}", phase, n))
             guard(server, lambda s=server: tool_session(s.command, s.spawning(settings), s.row,
                                                         s.skips, s.traffic, say))
             tokens.fill(server.row, server.runs)

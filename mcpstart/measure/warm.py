@@ -19,7 +19,7 @@ from .settings import Settings
 
 
 def tool_session(command: Command, settings: Settings, row: ServerResult, skips: Skips, traffic: Traffic,
-                 progress: Callable[[str], None] = lambda _: None) -> None:
+                 progress: Callable[..., None] = lambda *_: None) -> None:
     """One warm session, filling ``row`` (a results.ServerResult) step by step so that a
     failure keeps everything measured before it (docs/faults.md, family 15): initialize,
     ``notifications/initialized`` (over HTTP the standalone GET stream opened after it:
@@ -48,8 +48,10 @@ def tool_session(command: Command, settings: Settings, row: ServerResult, skips:
 
 
 def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips,
-           progress: Callable[[str], None]) -> None:
-    """The steps of ``tool_session`` on a started session, in order."""
+           progress: Callable[..., None]) -> None:
+    """The steps of ``tool_session`` on a started session, in order; ``progress(text)``
+    names each, ``progress(text, "settle")`` the idle-memory wait, which times nothing and
+    may last the settle rule's ``max_s`` (a progress display keeps it alive meanwhile)."""
     init = initialize_result(session.wait(1, settings.timeout_s))
     session.notify("notifications/initialized")
     listing = call_error = None
@@ -76,7 +78,7 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
     if processes is None:
         row.skip_block("memory", "the transport has no process of the server to read")
     else:
-        progress("idle memory")
+        progress("idle memory", "settle")
         curve = memory.Curve()
         try:
             settled, waited = memory.settle(processes, session.serve, settings.settle, curve)

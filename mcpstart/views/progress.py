@@ -12,7 +12,7 @@ Three modes, chosen from the stream:
   line, so the scrollback tells what happened.
 - plain (any other stream): one line per Step, ``mcpstart: <text>``; while a long Step runs
   (a build, a Step with a ``log``; the revision matrix, whose silent probes each wait out
-  their wait; the HTTP load), a heartbeat line every ``HEARTBEAT_S`` seconds (``mcpstart:
+  their wait; the HTTP load; the wait for idle memory to settle), a heartbeat line every ``HEARTBEAT_S`` seconds (``mcpstart:
   still building rust (2:30)``), so that a CI system that stops jobs silent for some
   minutes sees the job alive.
 - quiet: nothing (errors are Click's, not the display's).
@@ -20,11 +20,12 @@ Three modes, chosen from the stream:
 Timing: the display draws only inside its callback, which the run calls between runs, before
 the pause that precedes every timed spawn. The exceptions are the long Steps, which time no
 start: a build blocks the calling thread in a subprocess, the load runs in Locust's own
-process, the revision matrix waits out silent probes. A small thread (the ticker) redraws
+process, the revision matrix waits out silent probes, the idle-memory wait only samples
+the server's memory. A small thread (the ticker) redraws
 the spinner every ``SPIN_S`` seconds (live) or writes a heartbeat every ``HEARTBEAT_S``
 seconds (plain) while such a Step is the current one, and is stopped (joined) as soon as any
 other Step arrives, before the callback returns, so no thread of the display runs during a
-timed start.
+timed start or a timed call.
 
 Colour only on a terminal, and never when ``NO_COLOR`` is set to a non-empty value
 (https://no-color.org); then not one ANSI escape is written: the live line is rubbed out with
@@ -50,8 +51,10 @@ HEARTBEAT_S = 20.0
 """Seconds between two heartbeat lines of a long Step off a terminal: under the 30 s at which
 issue 31 asks for a line (CI systems stop jobs silent for some minutes: GitLab and Travis CI
 at 10)."""
-LONG_PHASES = ("matrix", "load")
-"""Phases of Steps that run long without Steps of their own, beside builds (a ``log``)."""
+LONG_PHASES = ("matrix", "load", "settle")
+"""Phases of Steps that run long without Steps of their own, beside builds (a ``log``): the
+revision matrix, the HTTP load, the wait for idle memory to settle (up to the settle rule's
+``max_s``, 30 s: measure/memory.py). None of them times a start or a call."""
 BAR_WIDTH = 20
 SPINNER = "|/-\\"
 LOG_TAIL_BYTES = 4096

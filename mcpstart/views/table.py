@@ -634,7 +634,8 @@ COMPACT_ROWS = [
 ]
 """The default table on a terminal (``table(compact=True)``): the headline figure of each
 family, one short cell each (a median without its interval), so the reference set fits 100
-columns (tests/test_views.py); ``--full``, ``--metrics``, files and exports have every row."""
+columns (tests/test_views.py), cut to a narrower terminal's width (``table(width=)``);
+``--full``, ``--metrics``, files and exports have every row."""
 COMPACT_NOTE = "- a compact table: --full (or stdout to a file) shows every row"
 
 
@@ -1032,8 +1033,29 @@ sections under it are plain text, which a parser of the format would reject or m
 ``report`` and ``measure`` print them on stderr instead (``table(..., aside=...)``)."""
 
 
+def _blocks(body: list[list[str]], headers: list[str], width: int, render) -> str:
+    """The table ``render(body, headers)`` draws, its columns after the first (servers; with
+    --transpose, metrics) cut into blocks of whole columns that each, with the first, are at
+    most ``width`` characters wide (one column alone may be wider), one blank line apart:
+    how pandas prints a frame wider than the terminal (``display.expand_frame_repr``). One
+    block when all fit."""
+    def block(first: int, end: int) -> str:
+        return render([[line[0], *line[first:end]] for line in body],
+                      [headers[0], *headers[first:end]])
+
+    blocks, first = [], 1
+    while first < len(headers):
+        end = first + 1
+        while end < len(headers) and max(map(len, block(first, end + 1).splitlines())) <= width:
+            end += 1
+        blocks.append(block(first, end))
+        first = end
+    return "\n\n".join(blocks) if blocks else render(body, headers)
+
+
 def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
-          transpose: bool = False, aside=None, compact: bool = False) -> str:
+          transpose: bool = False, aside=None, compact: bool = False,
+          width: int | None = None) -> str:
     """Render results as text: metrics as rows, one column per server (header "name (label)"
     when several files or ``labels`` are given); ``transpose`` puts servers in rows.
 
@@ -1045,7 +1067,9 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     notes (reasons, warnings, what was not measured, idle-memory settle time, PSS/USS
     caveat), the startup budget when measured, and one provenance line per file. For a
     FORMAT_ONLY ``tablefmt`` those go to ``aside(text)`` (None: dropped), the table alone is
-    returned.
+    returned. ``width``: a terminal's columns; a table wider than that is printed in blocks
+    of columns that fit, the first column repeated (_blocks; not in a FORMAT_ONLY format,
+    whose reader wants one table).
 
     Raises:
         UnknownMetric: a ``metrics`` path names no row.
@@ -1069,8 +1093,12 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         body = [list(line) for line in zip(headers, *body)]
         headers, body = body[0], body[1:]
         headers[0] = "server"
-    text = tabulate(body, headers=headers, tablefmt=tablefmt, disable_numparse=True,
-                    colalign=("left", *["right"] * (len(headers) - 1)))
+    def render(body: list[list[str]], headers: list[str]) -> str:
+        return tabulate(body, headers=headers, tablefmt=tablefmt, disable_numparse=True,
+                        colalign=("left", *["right"] * (len(headers) - 1)))
+
+    text = (_blocks(body, headers, width, render)
+            if width and tablefmt not in FORMAT_ONLY else render(body, headers))
     if tablefmt == "tsv":  # fields as they are, not padded to a column's width
         text = "\n".join("\t".join(f.strip() for f in line.split("\t"))
                          for line in text.splitlines())

@@ -75,12 +75,14 @@ class ExportManager:
 
 
 def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics=(),
-            transpose: bool = False, aside=None, compact: bool = False) -> str:
+            transpose: bool = False, aside=None, compact: bool = False,
+            width: int | None = None) -> str:
     """What ``report`` and ``measure`` print: the --export-* files written, then the text for
     stdout: the export that goes to ``-``, else the table (any tabulate ``fmt``) or the
     long-form records (``fmt`` csv or json). ``aside(text)`` gets what does not fit the
     format (the notes under an HTML, LaTeX or TSV table: views.table.FORMAT_ONLY).
     ``compact``: the table's COMPACT_ROWS (a terminal's default); records are always whole.
+    ``width``: the terminal's columns, which a wider table is cut to (views.table.table).
 
     Raises:
         views.table.UnknownMetric: a ``metrics`` path names no row.
@@ -90,7 +92,7 @@ def present(loaded: list, fmt: str, exports: ExportManager, labels=None, metrics
 
     text = (exporter(LONG_FORMATS[fmt]).render(loaded, labels, metrics) if fmt in LONG_FORMATS
             else table(loaded, fmt, labels=labels, metrics=metrics, transpose=transpose,
-                       aside=aside, compact=compact) + "\n")
+                       aside=aside, compact=compact, width=width) + "\n")
     try:
         exports.write(loaded, labels)
     except OSError as err:
