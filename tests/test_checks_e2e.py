@@ -69,6 +69,7 @@ def test_idle_memory_against_a_proc_reader(built):
 
 
 @pytest.mark.tokenizer
+@pytest.mark.untimed  # counts, bytes and tokens: equal, not timed
 def test_tool_figures_against_a_raw_probe_and_tiktoken(built):
     try:
         import bpe_openai, tiktoken  # noqa: F401

@@ -1,5 +1,5 @@
 """End to end: ``measure --transport http`` over the reference HTTP servers (built with
-mcpstart's build, cached), with short waits and a 1 s load: every row ok, the start-up
+mcpstart's build, cached), with short waits and a 0.5 s load: every row ok, the start-up
 phases in order from the spawn, the 5 MiB call verified over HTTP, the warm latency and
 session cost, every load block saying whether the engine set its rate (at its ceiling, the
 same scenario on the HTTP floor in the same run answering in the server's own shape: the
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 def test_the_reference_servers_over_http(tmp_path):
     if load.engine_version() is None:
         unavailable("Locust is not installed (pip install 'mcpstart[http]')")
-    settings = fast(runs=2, warmup=0, round_trips=100, http_sessions=20, load_s=1.0,
+    settings = fast(runs=2, warmup=0, round_trips=100, http_sessions=20, load_s=0.5,
                     transport="http")
     options = {"server_specs": (), "configs": (), "client": None, "cwd": None,
                "recipes_dir": None, "output": tmp_path / "r.json"}

@@ -26,7 +26,8 @@ sys.exit(subprocess.call([*{PYTHON!r}, {str(FAKE)!r}]))
 def measure(argv: list[str], runs: int, cwd: str | None = None):
     server = run.Server(ServerResult("launched"), Command(argv, cwd))
     results = run.measure([server], fast(runs=runs, warmup=0, round_trips=0,
-                                         payload_bytes=1000, probe_timeout_s=2.0),
+                                         payload_bytes=1000, probe_timeout_s=2.0,
+                                         attribution=False),
                           ["mcpstart", "measure"], {})
     return results.servers[0], results
 

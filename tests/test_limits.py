@@ -98,6 +98,7 @@ class _Bare:
 
 
 @pytest.mark.e2e
+@pytest.mark.untimed  # a kill by the cgroup, not a timing
 def test_a_server_past_its_memory_limit_is_a_row_naming_it(tmp_path):
     try:
         limits.make("mcpstart-probe", 2**20).remove()

@@ -106,6 +106,7 @@ def test_reading_results_needs_nothing_windows_lacks(tmp_path):
 
 
 @pytest.mark.e2e
+@pytest.mark.untimed  # a file drawn, not a timing
 def test_plot_needs_nothing_windows_lacks(tmp_path):
     if importlib.util.find_spec("matplotlib") is None:
         unavailable("matplotlib is not installed (the plot extra)")
@@ -243,6 +244,7 @@ def test_portable_descriptors_of_one_process_are_one_pipe(portable):
 
 
 @pytest.mark.e2e
+@pytest.mark.untimed  # which figures the portable layer gives, not how fast
 def test_without_pidfds_the_floor_and_go_are_measured_through_the_portable_layer(
         tmp_path, monkeypatch):
     """As on macOS: no os.pidfd_open, no --process-layer: the portable layer, said once;

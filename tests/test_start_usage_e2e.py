@@ -42,6 +42,7 @@ def test_a_shell_in_front_is_its_own_part_of_the_chain():
     assert sum(p["cpu_ms"] for p in found["processes"]) == pytest.approx(found["cpu_ms"])
 
 
+@pytest.mark.untimed  # a package named, not a timing
 def test_an_http_package_never_seen_is_named_on_a_stdio_server(tmp_path):
     (tmp_path / "zqwire").mkdir()
     (tmp_path / "zqwire" / "__init__.py").write_text("import json\n")

@@ -24,7 +24,7 @@ from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import PORT, WORKLOAD_RECIPE_FOLDER, WORKLOADS, load_recipes
 from test_http_servers import exchange, free_port, wait_listening
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.untimed]  # builds, and what each tool answers
 
 RECIPES = Path(__file__).parent.parent / WORKLOAD_RECIPE_FOLDER
 NAMES = ("c", "c-http", "go", "go-http", "java", "java-http", "python", "python-http",
