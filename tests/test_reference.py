@@ -291,7 +291,10 @@ def test_start_attribution_names_each_runtime_units(measured):
     modules = {d["name"]: d for d in go["distributions"]}
     assert modules["github.com/modelcontextprotocol/go-sdk"]["installed"]
     assert 0 < go["import_ms"] < go["instrumented_ms"]
-    assert abs(sum(p["clock_ms"] for p in go["packages"]) - go["import_ms"]) <= 0.2 * go["import_ms"]
+    # Per-package medians against the median of the starts' sums: equal on a quiet machine,
+    # apart by a package's spread under load (a 2 ms total over 3 starts), so a 2x bound.
+    package_sum = sum(p["clock_ms"] for p in go["packages"])
+    assert go["import_ms"] / 2 <= package_sum <= 2 * go["import_ms"]
     java = by_name["java"]["classes"]
     assert java["classes"] > 1000 and java["first_class_ms"] < java["last_class_ms"]
     assert any(s["name"].startswith("mcp-core-") for s in java["sources"])
