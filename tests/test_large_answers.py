@@ -3,6 +3,7 @@ event streams; a timeout's cause names what did arrive of the answer and blames 
 output only when no answer ever came while stdin was open."""
 
 import json
+import time
 
 import pytest
 
@@ -201,12 +202,22 @@ def test_a_68_mb_answer_line_arrives_over_stdio():
 
 
 @pytest.mark.e2e
-def test_a_68_mb_answer_arrives_over_http():
-    session = Session.start(HttpTransport(http_fake("--pad-answer", str(SIXTY_EIGHT_MB))),
+@pytest.mark.parametrize("framing", ["length", "chunked", "sse"])
+def test_a_68_mb_answer_arrives_over_http(framing):
+    """Over a real socket, as a Content-Length body, in 64 KiB chunks and as one event of an
+    event stream: read whole within the 90 s timeout (a loose bound, 10 s: read in
+    time quadratic in its length, it took longer than 20 s)."""
+    switches = {"length": (), "chunked": ("--chunked",), "sse": ("--sse",)}[framing]
+    session = Session.start(HttpTransport(http_fake("--pad-answer", str(SIXTY_EIGHT_MB),
+                                                    *switches)),
                             initialize_request(REV), wait_s=30, waits=WAITS)
     try:
         session.wait(1, 30)
-        outcome = call_tool(session, ToolCall(), "abc", 60)
+        began = time.monotonic()
+        outcome = call_tool(session, ToolCall(), "abc", 90)
+        took_s = time.monotonic() - began
         assert outcome.text == "cba" and outcome.response.size_bytes > SIXTY_EIGHT_MB
+        assert len(outcome.result["structuredContent"]["padding"]) == SIXTY_EIGHT_MB
+        assert took_s < 10, took_s
     finally:
         session.shutdown()

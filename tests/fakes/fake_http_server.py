@@ -52,6 +52,8 @@ parser.add_argument("--pad-answer", type=int, default=0, metavar="BYTES",
                     help="every tools/call answer carries BYTES more in structuredContent")
 parser.add_argument("--stall-after", type=int, default=None, metavar="BYTES",
                     help="write only the first BYTES of a tools/call answer's body, then stall")
+parser.add_argument("--chunked", action="store_true",
+                    help="send every body with Transfer-Encoding: chunked, in 64 KiB chunks")
 parser.add_argument("--gzip", action="store_true",
                     help="gzip every JSON answer (Content-Encoding: gzip), asked or not")
 parser.add_argument("--old-sse", action="store_true",
@@ -171,7 +173,10 @@ class Handler(BaseHTTPRequestHandler):
             body = gzip.compress(body)
             self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
+        if args.chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(body)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
@@ -179,7 +184,14 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body[:args.stall_after])
             self.wfile.flush()
             time.sleep(600)
-        self.wfile.write(body)
+        if not args.chunked:
+            self.wfile.write(body)
+            return
+        view = memoryview(body)
+        for at in range(0, len(body), 1 << 16):
+            piece = view[at:at + (1 << 16)]
+            self.wfile.write(b"%x\r\n" % len(piece) + piece + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
 
     def error(self, status: int, rpc_id, code: int, message: str) -> None:
         self.reply(status, json.dumps({"jsonrpc": "2.0", "id": rpc_id,
