@@ -19,7 +19,11 @@ checks three things by other means, for the processes of the tree mcpstart read:
    ``heapTotal`` (committed) and ``total_physical_size`` (committed and touched) against the
    split's ``anon`` RSS, the class V8's heap lives in (it is not told apart from malloc's
    arenas and thread stacks: docs/process-tree.md). Target within 15%, printed whether met or
-   not, with the split's ``heap`` and V8's ``external`` beside it.
+   not, with the split's ``heap`` and V8's ``external`` beside it. The same pair right
+   after the large call (5 MiB; read at the step after it), and, beside it, the growth of
+   each class from ``memory.idle_split`` to ``memory.peak_split`` (the split at the call's
+   sampled peak) and V8's growth (heap, external, arrayBuffers) from idle to after the call:
+   which class grew, and how much of it V8 says is its heap.
 4. runtime heap (Node.js and JVM servers): mcpstart's ``runtime_heap`` (read in its start-up
    attribution's extra starts, once the server answered: measure/runtime_heap.py) against the
    same runtime's figures read by hand at the same point of a start of this script's own
@@ -75,9 +79,12 @@ TARGETS = {"sum": 0.02, "code": 0.05, "heap": 0.15}
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRELOAD = """
 process.on("SIGUSR2", () => {
+  const v8 = require("v8");
+  const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map(
+    (s) => [s.space_name, s.space_used_size]));
   require("fs").writeFileSync(process.env.SPLIT_CHECK_OUT + "/" + process.pid + ".json",
                               JSON.stringify({...process.memoryUsage(),
-                                              ...require("v8").getHeapStatistics()}));
+                                              ...v8.getHeapStatistics(), ...spaces}));
 });
 """
 
@@ -155,6 +162,7 @@ def node_heaps(pids: list[int], folder: str) -> dict[int, dict]:
             continue
     nodes = [pid for pid, name in names.items() if name.startswith("node")]
     for pid in nodes:
+        Path(folder, f"{pid}.json").unlink(missing_ok=True)  # an earlier reading's
         os.kill(pid, signal.SIGUSR2)
     found, deadline = {}, time.monotonic() + 2
     while len(found) < len(nodes) and time.monotonic() < deadline:
@@ -168,18 +176,26 @@ def node_heaps(pids: list[int], folder: str) -> dict[int, dict]:
 
 def session(command, transport: str, folder: str) -> dict:
     """One session: mcpstart's memory block and the reader's ``{pid: read_process}`` and
-    ``{pid: memoryUsage}``, read right after mcpstart's idle reading."""
-    settings = replace(Settings(), round_trips=0, payload_bytes=1024)
+    ``{pid: memoryUsage}``, read right after mcpstart's idle reading, and ``after_call``:
+    ``{pid: memoryUsage}`` again right after the large call's sampled repeat (and the
+    Unicode check), at the one warm round trip's step, with ``after_split``: mappings.split
+    of those processes then."""
+    settings = replace(Settings(), round_trips=1)
     if transport == "http":
         settings = replace(settings, spawner=lambda c: HttpTransport(c))
     row = ServerResult("check", transport)
     reader: dict = {}
 
-    def progress(_step: str, *_phase: str) -> None:  # the first step after the idle reading
-        if row.memory is not None and not reader:
-            pids = [p["pid"] for p in row.memory["processes"]]
+    def progress(step: str, *_phase: str) -> None:
+        if row.memory is None:
+            return
+        pids = [p["pid"] for p in row.memory["processes"]]
+        if not reader:  # the first step after the idle reading
             reader["procs"] = {pid: found for pid in pids if (found := read_process(pid))}
             reader["heaps"] = node_heaps(pids, folder)
+        elif step.endswith("warm round trips"):
+            reader["after_call"] = node_heaps(pids, folder)
+            reader["after_split"] = {pid: mappings.split(pid) for pid in reader["after_call"]}
 
     tool_session(command, settings, row, Skips(), Traffic(), progress)
     if not reader:
@@ -231,6 +247,23 @@ def report(name: str, found: dict) -> None:
         physical = usage["total_physical_size"]
         print(verdict(name, "anon vs V8 phys.", anon // 1024, physical // 1024,
                       abs(anon - physical) <= TARGETS["heap"] * physical, "KiB"))
+        after = found.get("after_call", {}).get(pid)
+        peak = found["memory"].get("peak_split")
+        if after and peak and found["after_split"].get(pid):
+            anon_after = found["after_split"][pid]["anon"]["rss_bytes"]
+            physical = after["total_physical_size"]
+            print(verdict(name, "after call: anon", anon_after // KB, physical // KB,
+                          abs(anon_after - physical) <= TARGETS["heap"] * physical, "KiB"))
+            grown = {c: (peak[c]["rss_bytes"] - s["rss_bytes"]) // KB
+                     for c, s in found["memory"]["idle_split"].items()}
+            v8 = {k: (after[k] - usage[k]) // KB
+                  for k in ("total_physical_size", "heapUsed", "external", "arrayBuffers")}
+            print(f"{name:16} at the large call's peak (peak_split less idle_split, KiB): "
+                  + ", ".join(f"{c} {v:+,}" for c, v in grown.items() if v)
+                  + f"; V8 after the call less idle (KiB): physical "
+                  f"{v8['total_physical_size']:+,}, heapUsed {v8['heapUsed']:+,}, external "
+                  f"{v8['external']:+,}, arrayBuffers {v8['arrayBuffers']:+,}; large object "
+                  f"space {after['large_object_space'] // KB:,} KiB")
         print(f"{name:16} node {pid}: V8 heapUsed {usage['heapUsed'] // 1024:,} KiB, external "
               f"{usage['external'] // 1024:,} KiB, rss {usage['rss'] // 1024:,} KiB; split "
               f"heap {heap // 1024:,} KiB, jit_code "
