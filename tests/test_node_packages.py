@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unavailable
 from mcpstart.command import Command
 from mcpstart.measure import attribution, imports, node_packages, runtime_heap
 from mcpstart.measure.server import Server
-from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
-from mcpstart.targets.build import cache_root, ensure_built
-from mcpstart.targets.recipes import load_recipes
-from mcpstart.transports.tree import child_subreaper
 from mcpstart.views.table import start_split
 
 
@@ -231,16 +226,8 @@ def test_the_typescript_server_start_by_package(tmp_path):
     (node's start, the packages' self times, the graph's linking) inside the start, and the
     SDK's cumulative time within 2x of importing it alone by hand (performance.now() around
     the import; benchmarks/node_import_check.py holds it to 20%)."""
-    [recipe] = load_recipes(Path(__file__).parent.parent / "build-recipes", ["typescript"])
-    build = ensure_built(recipe, cache_root())
-    if build.status == "skipped":
-        unavailable(f"typescript: {build.reason}")
-    assert build.ok, build.reason
-    row = ServerResult("typescript", sdk=recipe.sdk)
-    row.start_usage = {"processes": [{"name": "node"}]}
-    server = Server(row, build.command())
-    with child_subreaper():
-        node_packages.measure(server, Settings(timeout_s=60))
+    from test_runtime_heap import attributed
+    row, build = attributed("typescript", node_packages)
     block = row.imports
     assert block is not None, row.not_measured
     assert block["runtime"] == "node" and block["runs"] == node_packages.RUNS

@@ -1,6 +1,7 @@
 """The runtime's own heap figures (measure/runtime_heap.py): the JVM's from jcmd's output
 (recorded from the java reference server, G1, plus a Serial collector's heap lines) and, on
-the built java server, read at each logged start's answer (jvm_classes.py). V8's figures are
+the built java server, read at each logged start's answer (jvm_classes.py); ``attributed``
+runs a reference server's attribution for the e2e tests here and in test_node_packages.py. V8's figures are
 tested with the Node.js trace (tests/test_node_packages.py)."""
 
 from pathlib import Path
@@ -53,19 +54,27 @@ def test_why_shows_the_runtimes_own_heap():
             "used 12.9, heap committed 388.0, code committed 7.6, nmt committed 479.5") in text
 
 
-@pytest.mark.e2e
-def test_the_java_servers_heap_at_each_logged_start():
-    """The built java reference server (cached build): the classes block and, from the same
-    three starts, NMT's heap and the collector's used bytes."""
-    [recipe] = load_recipes(Path(__file__).parent.parent / "build-recipes", ["java"])
+def attributed(name: str, runtime):
+    """``(row, build)`` of the built reference server ``name`` (cached build; unavailable()
+    when it cannot be built here), the row after ``runtime.measure`` (a start-up attribution
+    module: jvm_classes, else node_packages) with java or node in its start usage."""
+    [recipe] = load_recipes(Path(__file__).parent.parent / "build-recipes", [name])
     build = ensure_built(recipe, cache_root())
     if build.status == "skipped":
-        unavailable(f"java: {build.reason}")
+        unavailable(f"{name}: {build.reason}")
     assert build.ok, build.reason
-    row = ServerResult("java", sdk=recipe.sdk)
-    row.start_usage = {"processes": [{"name": "java"}]}
+    row = ServerResult(name, sdk=recipe.sdk)
+    row.start_usage = {"processes": [{"name": "java" if runtime is jvm_classes else "node"}]}
     with child_subreaper():
-        jvm_classes.measure(Server(row, build.command()), Settings(timeout_s=60))
+        runtime.measure(Server(row, build.command()), Settings(timeout_s=60))
+    return row, build
+
+
+@pytest.mark.e2e
+def test_the_java_servers_heap_at_each_logged_start():
+    """The built java reference server: the classes block and, from the same three starts,
+    NMT's heap and the collector's used bytes."""
+    row, _ = attributed("java", jvm_classes)
     assert row.classes is not None and row.classes["classes"] > 1000, row.not_measured
     heap = row.runtime_heap
     assert heap is not None, row.not_measured
