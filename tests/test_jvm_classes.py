@@ -48,7 +48,7 @@ class _Server:
 def test_each_server_gets_one_runtime_and_the_other_blocks_say_why():
     java, python, sh = _Server(["sh", "java"]), _Server(["uv", "python3.12"]), _Server(["sh"])
     assert attribution.chosen(java) is jvm_classes
-    heap = {"runtime_heap": runtime_heap.WHY_NOT}  # V8's and the JVM's figures only
+    heap = {"runtime_heap": runtime_heap.WHY_NOT}  # V8's, the JVM's and Go's figures only
     assert java.row.not_measured == {"imports": attribution.WHY_NOT["imports"]}
     assert attribution.chosen(python) is imports
     assert python.row.not_measured == {"classes": attribution.WHY_NOT["classes"], **heap}

@@ -43,6 +43,19 @@ def test_without_tracking_or_heap_lines_there_are_no_figures():
         runtime_heap.jvm_figures(JCMD[:JCMD.index(" garbage-first heap")])
 
 
+GC = """\
+init internal/bytealg @0.005 ms, 0 ms clock, 0 bytes, 0 allocs
+gc 1 @0.004s 2%: 0.010+0.20+0.003 ms clock, 0.040+0.050/0.15/0.10+0.013 ms cpu, 3->3->1 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 4 P
+gc 2 @0.012s 3%: 0.011+0.31+0.004 ms clock, 0.045+0.10/0.20/0.10+0.016 ms cpu, 4->5->2 MB, 6 MB goal, 0 MB stacks, 0 MB globals, 4 P
+gc 3 @0.020s 3%: 0.011+0.31+0.004 ms clock, 0.045+0.10/0.20/0.10+0.016 ms cpu, 4->5->2 MB, 6 MB go"""
+
+
+def test_go_heap_is_the_last_complete_collection_and_none_without_one():
+    assert runtime_heap.go_figures(GC) == {"heap_used_bytes": 2 << 20,
+                                           "heap_goal_bytes": 6 << 20, "collections": 2}
+    assert runtime_heap.go_figures(GC.split("\ngc 1")[0]) is None
+
+
 def test_why_shows_the_runtimes_own_heap():
     from mcpstart.views.why import why
     from test_jvm_classes import LOG

@@ -25,6 +25,6 @@ def chosen(server: Server):
     for block, reason in WHY_NOT.items():
         if runtime is None or block != runtime.BLOCK:
             server.row.skip_block(block, reason)
-    if runtime not in (node_packages, jvm_classes):
+    if runtime not in (node_packages, jvm_classes, go_init):
         server.row.skip_block(runtime_heap.BLOCK, runtime_heap.WHY_NOT)
     return runtime

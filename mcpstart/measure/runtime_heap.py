@@ -10,7 +10,10 @@ language heap from the other anonymous memory; these are the runtime's word on i
   jvm_classes.py's logged starts) and the collector's heap, read by one ``jcmd PID -f FILE``
   running ``VM.native_memory summary`` and ``GC.heap_info`` (JDK documentation, "JDK Tool
   Specifications: jcmd" and "Native Memory Tracking").
-- Other runtimes (Go among them): not read (WHY_NOT).
+- Go: the collector's trace (``GODEBUG=gctrace=1``, added to go_init.py's traced starts):
+  the heap at the last collection before the answer; a start in which no collection ran
+  says so (n/a), as the trace has a line per collection only.
+- Other runtimes: not read (WHY_NOT).
 """
 
 from __future__ import annotations
@@ -24,8 +27,14 @@ import tempfile
 
 BLOCK = "runtime_heap"
 """The results block (docs/results.md#runtime_heap)."""
-WHY_NOT = ("read for Node.js and JVM servers only (V8's figures and the JVM's native memory "
-           "tracking, in the start-up attribution's extra starts)")
+WHY_NOT = ("read for Node.js, JVM and Go servers only (V8's figures, the JVM's native memory "
+           "tracking, Go's collector trace, in the start-up attribution's extra starts)")
+GO_TRACE = "gctrace=1"
+GC_LINE = re.compile(r"^gc (\d+) @[0-9.]+s .*?(\d+)->(\d+)->(\d+) MB, (\d+) MB goal")
+"""One line of Go's collector trace (runtime package documentation, "Environment
+Variables", gctrace): the collection's number, the heap at its start, at its end and the live
+heap (whole MB), and the next goal (MB)."""
+NO_COLLECTION = "no collection ran before the answer (Go's trace has a line per collection only)"
 NODE = ("heap_used_bytes", "heap_committed_bytes", "heap_physical_bytes", "external_bytes",
         "array_buffers_bytes", "rss_bytes")
 """V8's figures in the order node_trace.mjs writes them (H line): ``heapUsed``, ``heapTotal``
@@ -91,6 +100,18 @@ def read_jvm(pid: int, timeout_s: float) -> dict:
     if done.returncode != 0:
         raise ValueError(f"jcmd exited {done.returncode}: {done.stdout.strip()[-200:]!r}")
     return jvm_figures(done.stdout)
+
+
+def go_figures(text: str) -> dict | None:
+    """The last GC_LINE of ``text`` (a Go program's standard error) as ``{heap_used_bytes:
+    the live heap, heap_goal_bytes, collections}``; bytes from whole MB (2**20); None when
+    no collection ran."""
+    found = [m for line in text.splitlines() if (m := GC_LINE.match(line))]
+    if not found:
+        return None
+    last = found[-1]
+    return {"heap_used_bytes": int(last[4]) << 20, "heap_goal_bytes": int(last[5]) << 20,
+            "collections": int(last[1])}
 
 
 def block(runtime: str, readings: list[dict]) -> dict:
