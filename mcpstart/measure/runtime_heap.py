@@ -41,8 +41,6 @@ NODE = ("heap_used_bytes", "heap_committed_bytes", "heap_physical_bytes", "exter
 (committed), ``total_physical_size`` (committed and touched), ``external`` (C++ objects tied
 to JavaScript ones, Buffers' memory among them), ``arrayBuffers`` (ArrayBuffers and Buffers,
 part of external) and ``rss``; bytes."""
-
-
 JVM_OPTION = "-XX:NativeMemoryTracking=summary"
 JCMD = "VM.native_memory summary\nGC.heap_info\n"
 """The jcmd commands, one a line (``jcmd PID -f FILE``)."""
