@@ -19,12 +19,27 @@ checks three things by other means, for the processes of the tree mcpstart read:
    ``heapTotal`` (committed) and ``total_physical_size`` (committed and touched) against the
    split's ``anon`` RSS, the class V8's heap lives in (it is not told apart from malloc's
    arenas and thread stacks: docs/process-tree.md). Target within 15%, printed whether met or
-   not, with the split's ``heap`` and V8's ``external`` beside it.
+   not, with the split's ``heap`` and V8's ``external`` beside it. The same pair right
+   after the large call (5 MiB; read at the step after it), and, beside it, the growth of
+   each class from ``memory.idle_split`` to ``memory.peak_split`` (the split at the call's
+   sampled peak) and V8's growth (heap, external, arrayBuffers) from idle to after the call:
+   which class grew, and how much of it V8 says is its heap.
+4. runtime heap (Node.js and JVM servers): mcpstart's ``runtime_heap`` (read in its start-up
+   attribution's extra starts, once the server answered: measure/runtime_heap.py) against the
+   same runtime's figures read by hand at the same point of a start of this script's own
+   (raw_mcp's client, median of --starts starts), by another route: node's inspector
+   (``Runtime.getHeapUsage`` through ``inspector.Session``, from a ``--require`` preload of
+   this script's on SIGUSR2) for V8's used and committed heap; for the JVM two ``jcmd`` runs
+   of the script's own (``VM.native_memory summary``: the committed Java Heap;
+   ``GC.heap_info``: used), parsed here. Target within 15%. Then the split's resident
+   ``anon`` class of that start (mappings.split) against the JVM's committed and used heap:
+   printed with its verdict; a committed figure counts pages never touched, so no resident
+   figure can meet it when the collector commits more than it touches.
 
 Prints per server each figure, the independent one, their ratio and met/MISSED. Asserts
 nothing.
 
-Usage: python benchmarks/memory_split_check.py [--rounds 1] [NAMES...]
+Usage: python benchmarks/memory_split_check.py [--rounds 1] [--starts 3] [NAMES...]
 NAMES: reference recipes (default: all, stdio and HTTP). Each session settles for at least
 10 s (the settle rule's floor).
 """
@@ -33,7 +48,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import statistics
 import subprocess
 import tempfile
 import time
@@ -44,23 +61,45 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+import psutil
 from checks import arguments, header, load_average, reference_builds, verdict
+from raw_mcp import client
+
+from mcpstart.measure import jvm_classes, mappings, node_packages
 from mcpstart.measure.client import Skips
+from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
 from mcpstart.measure.warm import tool_session
 from mcpstart.results import ServerResult
 from mcpstart.transports.http import HttpTransport
 from mcpstart.transports.session import Traffic
+from mcpstart.transports.tree import child_subreaper
 
 TARGETS = {"sum": 0.02, "code": 0.05, "heap": 0.15}
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PRELOAD = """
 process.on("SIGUSR2", () => {
+  const v8 = require("v8");
+  const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map(
+    (s) => [s.space_name, s.space_used_size]));
   require("fs").writeFileSync(process.env.SPLIT_CHECK_OUT + "/" + process.pid + ".json",
                               JSON.stringify({...process.memoryUsage(),
-                                              ...require("v8").getHeapStatistics()}));
+                                              ...v8.getHeapStatistics(), ...spaces}));
 });
 """
+
+INSPECTOR = """
+process.on("SIGUSR2", () => {
+  const session = new (require("inspector").Session)();
+  session.connect();
+  session.post("Runtime.getHeapUsage", (err, usage) => {
+    require("fs").writeFileSync(process.env.SPLIT_CHECK_OUT + "/" + process.pid + ".heap",
+                                JSON.stringify(err ? {error: String(err)} : usage));
+    session.disconnect();
+  });
+});
+"""
+KB = 1024
 
 
 def elf_text(path: str) -> int | None:
@@ -123,6 +162,7 @@ def node_heaps(pids: list[int], folder: str) -> dict[int, dict]:
             continue
     nodes = [pid for pid, name in names.items() if name.startswith("node")]
     for pid in nodes:
+        Path(folder, f"{pid}.json").unlink(missing_ok=True)  # an earlier reading's
         os.kill(pid, signal.SIGUSR2)
     found, deadline = {}, time.monotonic() + 2
     while len(found) < len(nodes) and time.monotonic() < deadline:
@@ -136,18 +176,26 @@ def node_heaps(pids: list[int], folder: str) -> dict[int, dict]:
 
 def session(command, transport: str, folder: str) -> dict:
     """One session: mcpstart's memory block and the reader's ``{pid: read_process}`` and
-    ``{pid: memoryUsage}``, read right after mcpstart's idle reading."""
-    settings = replace(Settings(), round_trips=0, payload_bytes=1024)
+    ``{pid: memoryUsage}``, read right after mcpstart's idle reading, and ``after_call``:
+    ``{pid: memoryUsage}`` again right after the large call's sampled repeat (and the
+    Unicode check), at the one warm round trip's step, with ``after_split``: mappings.split
+    of those processes then."""
+    settings = replace(Settings(), round_trips=1)
     if transport == "http":
         settings = replace(settings, spawner=lambda c: HttpTransport(c))
     row = ServerResult("check", transport)
     reader: dict = {}
 
-    def progress(_step: str) -> None:  # the first step after the idle reading: read now
-        if row.memory is not None and not reader:
-            pids = [p["pid"] for p in row.memory["processes"]]
+    def progress(step: str, *_phase: str) -> None:
+        if row.memory is None:
+            return
+        pids = [p["pid"] for p in row.memory["processes"]]
+        if not reader:  # the first step after the idle reading
             reader["procs"] = {pid: found for pid in pids if (found := read_process(pid))}
             reader["heaps"] = node_heaps(pids, folder)
+        elif step.endswith("warm round trips"):
+            reader["after_call"] = node_heaps(pids, folder)
+            reader["after_split"] = {pid: mappings.split(pid) for pid in reader["after_call"]}
 
     tool_session(command, settings, row, Skips(), Traffic(), progress)
     if not reader:
@@ -199,14 +247,116 @@ def report(name: str, found: dict) -> None:
         physical = usage["total_physical_size"]
         print(verdict(name, "anon vs V8 phys.", anon // 1024, physical // 1024,
                       abs(anon - physical) <= TARGETS["heap"] * physical, "KiB"))
+        after = found.get("after_call", {}).get(pid)
+        peak = found["memory"].get("peak_split")
+        if after and peak and found["after_split"].get(pid):
+            anon_after = found["after_split"][pid]["anon"]["rss_bytes"]
+            physical = after["total_physical_size"]
+            print(verdict(name, "after call: anon", anon_after // KB, physical // KB,
+                          abs(anon_after - physical) <= TARGETS["heap"] * physical, "KiB"))
+            grown = {c: (peak[c]["rss_bytes"] - s["rss_bytes"]) // KB
+                     for c, s in found["memory"]["idle_split"].items()}
+            v8 = {k: (after[k] - usage[k]) // KB
+                  for k in ("total_physical_size", "heapUsed", "external", "arrayBuffers")}
+            print(f"{name:16} at the large call's peak (peak_split less idle_split, KiB): "
+                  + ", ".join(f"{c} {v:+,}" for c, v in grown.items() if v)
+                  + f"; V8 after the call less idle (KiB): physical "
+                  f"{v8['total_physical_size']:+,}, heapUsed {v8['heapUsed']:+,}, external "
+                  f"{v8['external']:+,}, arrayBuffers {v8['arrayBuffers']:+,}; large object "
+                  f"space {after['large_object_space'] // KB:,} KiB")
         print(f"{name:16} node {pid}: V8 heapUsed {usage['heapUsed'] // 1024:,} KiB, external "
               f"{usage['external'] // 1024:,} KiB, rss {usage['rss'] // 1024:,} KiB; split "
               f"heap {heap // 1024:,} KiB, jit_code "
               f"{splits[pid]['jit_code']['rss_bytes'] // 1024:,} KiB")
 
 
+def runtime_of(command) -> str | None:
+    """"node" or "java" by the command's program, else None (not checked)."""
+    program = Path(command.argv[0]).name
+    return program if program in ("node", "java") else None
+
+
+def by_mcpstart(command, transport: str, runtime: str) -> dict:
+    """mcpstart's ``runtime_heap`` of one attribution (node_packages or jvm_classes)."""
+    row = ServerResult("check", transport)
+    row.start_usage = {"processes": [{"name": runtime}]}
+    module = node_packages if runtime == "node" else jvm_classes
+    with child_subreaper():
+        module.measure(Server(row, command, transport=transport), Settings(timeout_s=60))
+    if row.runtime_heap is None:
+        raise RuntimeError(f"no runtime_heap: {row.not_measured.get('runtime_heap')}")
+    return row.runtime_heap
+
+
+def by_hand(command, transport: str, runtime: str, folder: str) -> dict:
+    """One start of this script's own, initialized by raw_mcp's client; then the runtime's
+    ``{heap_used_bytes, heap_committed_bytes}`` read by the other route, and the resident
+    ``anon`` class of mappings.split, of the last-started process running ``runtime``."""
+    if runtime == "node":
+        Path(folder, "inspector.js").write_text(INSPECTOR)
+        env = {"NODE_OPTIONS": f"--require={folder}/inspector.js", "SPLIT_CHECK_OUT": folder}
+    else:
+        env = {"JAVA_TOOL_OPTIONS": "-XX:NativeMemoryTracking=summary"}
+    command = replace(command, env={**command.env, **env})
+    with client(command, transport) as server:
+        root = psutil.Process(server.proc.pid)
+        pid = max((p for p in [root, *root.children(recursive=True)] if p.name() == runtime),
+                  key=lambda p: p.create_time()).pid
+        found = node_heap(pid, folder) if runtime == "node" else jvm_heap(pid)
+        found["anon_rss_bytes"] = mappings.split(pid)["anon"]["rss_bytes"]
+    return found
+
+
+def node_heap(pid: int, folder: str) -> dict:
+    """V8's used and committed heap by the inspector (Runtime.getHeapUsage: usedSize,
+    totalSize), asked by SIGUSR2; waits up to 5 s."""
+    os.kill(pid, signal.SIGUSR2)
+    path, deadline = Path(folder, f"{pid}.heap"), time.monotonic() + 5
+    while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    usage = json.loads(path.read_text())
+    return {"heap_used_bytes": int(usage["usedSize"]),
+            "heap_committed_bytes": int(usage["totalSize"])}
+
+
+def jvm_heap(pid: int) -> dict:
+    """The JVM's used heap (GC.heap_info: the "used" of each space with a "total") and its
+    committed Java Heap (VM.native_memory summary), one jcmd each."""
+    def jcmd(*what: str) -> str:
+        return subprocess.run(["jcmd", str(pid), *what], capture_output=True, text=True,
+                              check=True, timeout=60).stdout
+    committed = re.search(r"Java Heap \(reserved=\d+KB, committed=(\d+)KB\)",
+                          jcmd("VM.native_memory", "summary"))
+    used = re.findall(r"total \d+K, used (\d+)K", jcmd("GC.heap_info"))
+    return {"heap_used_bytes": sum(int(u) for u in used) * KB,
+            "heap_committed_bytes": int(committed[1]) * KB}
+
+
+def runtime_heaps(builds: dict, rounds: int, starts: int) -> None:
+    """Check 4 for each node or java server of ``builds``: mcpstart's attribution and the
+    by-hand starts alternated, ``rounds`` times."""
+    for _ in range(rounds):
+        for name, (transport, command) in builds.items():
+            if (runtime := runtime_of(command)) is None:
+                continue
+            mine = by_mcpstart(command, transport, runtime)
+            with tempfile.TemporaryDirectory() as folder:
+                hands = [by_hand(command, transport, runtime, folder) for _ in range(starts)]
+            hand = {key: statistics.median(h[key] for h in hands) for key in hands[0]}
+            for key, label in (("heap_committed_bytes", "heap committed"),
+                               ("heap_used_bytes", "heap used")):
+                print(verdict(name, label, mine[key] // KB, int(hand[key]) // KB,
+                              abs(mine[key] - hand[key]) <= TARGETS["heap"] * hand[key],
+                              "KiB"))
+            anon = int(hand["anon_rss_bytes"])
+            for key, label in (("heap_committed_bytes", "anon vs committed"),
+                               ("heap_used_bytes", "anon vs used")):
+                print(verdict(name, label, anon // KB, int(hand[key]) // KB,
+                              abs(anon - hand[key]) <= TARGETS["heap"] * hand[key], "KiB"))
+
+
 def main() -> None:
-    args = arguments(__doc__, rounds=1)
+    args = arguments(__doc__, rounds=1, starts=3)
     builds = reference_builds(args.names)
     print(f"{args.rounds} session(s) per server, servers in turn; targets: sum within "
           f"{TARGETS['sum']:.0%}, code {TARGETS['code']:.0%}, Node heap "
@@ -216,6 +366,7 @@ def main() -> None:
         for name, (transport, command) in builds.items():
             with tempfile.TemporaryDirectory() as folder:
                 report(name, session(with_preload(command, folder), transport, folder))
+    runtime_heaps(builds, args.rounds, args.starts)
     print(f"{load_average()} at the end")
 
 

@@ -94,6 +94,9 @@ class ServerResult:
     classes: dict | None = None
     """A JVM server's classes loaded before its answer, per source (measure/jvm_classes.py;
     docs/results.md#classes)."""
+    runtime_heap: dict | None = None
+    """The runtime's own heap figures once the server answered, in the start-up
+    attribution's extra starts (measure/runtime_heap.py; docs/results.md#runtime_heap)."""
     memory_limit: dict | None = None
     """The server's memory cgroup with --memory-limit: ``{bytes, cgroup, cgroup_version,
     oom_kills, peak_bytes}`` (measure/limits.py; docs/results.md)."""

@@ -86,5 +86,6 @@ def test_build_info_reads_the_inline_module_lines():
 def test_the_trace_is_added_to_the_servers_own_godebug():
     from mcpstart.command import Command
     assert go_init.traced_env(Command(["s"], env={"GODEBUG": "http2client=0"})) == {
-        "GODEBUG": "http2client=0,inittrace=1"}
-    assert go_init.traced_env(Command(["s"], base_env={})) == {"GODEBUG": "inittrace=1"}
+        "GODEBUG": "http2client=0,inittrace=1,gctrace=1"}
+    assert go_init.traced_env(Command(["s"], base_env={})) == {
+        "GODEBUG": "inittrace=1,gctrace=1"}

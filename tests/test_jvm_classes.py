@@ -2,7 +2,7 @@
 sources as rows, a line still being written left out, medians over starts; and which runtime's
 profile a server gets (measure/attribution.py)."""
 
-from mcpstart.measure import attribution, go_init, imports, jvm_classes
+from mcpstart.measure import attribution, go_init, imports, jvm_classes, runtime_heap
 from mcpstart.results import ServerResult
 from mcpstart.views.table import top_jars
 
@@ -48,10 +48,12 @@ class _Server:
 def test_each_server_gets_one_runtime_and_the_other_blocks_say_why():
     java, python, sh = _Server(["sh", "java"]), _Server(["uv", "python3.12"]), _Server(["sh"])
     assert attribution.chosen(java) is jvm_classes
+    heap = {"runtime_heap": runtime_heap.WHY_NOT}  # V8's, the JVM's and Go's figures only
     assert java.row.not_measured == {"imports": attribution.WHY_NOT["imports"]}
     assert attribution.chosen(python) is imports
-    assert python.row.not_measured == {"classes": attribution.WHY_NOT["classes"]}
-    assert attribution.chosen(sh) is None and set(sh.row.not_measured) == {"imports", "classes"}
+    assert python.row.not_measured == {"classes": attribution.WHY_NOT["classes"], **heap}
+    assert attribution.chosen(sh) is None and set(sh.row.not_measured) == {
+        "imports", "classes", "runtime_heap"}
     assert attribution.chosen(_Server(["java"], transport="http")) is jvm_classes
     assert go_init.BLOCK == "imports" and set(attribution.WHY_NOT) == {
         r.BLOCK for r in attribution.RUNTIMES}

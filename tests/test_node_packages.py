@@ -11,15 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import unavailable
 from mcpstart.command import Command
-from mcpstart.measure import attribution, imports, node_packages
+from mcpstart.measure import attribution, imports, node_packages, runtime_heap
 from mcpstart.measure.server import Server
-from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
-from mcpstart.targets.build import cache_root, ensure_built
-from mcpstart.targets.recipes import load_recipes
-from mcpstart.transports.tree import child_subreaper
 from mcpstart.views.table import start_split
 
 
@@ -202,6 +197,28 @@ def test_a_tree_that_runs_node_gets_the_node_profile():
     assert row.not_measured == {"classes": attribution.WHY_NOT["classes"]}
 
 
+def _heap(used: int) -> str:
+    """An H line: heapUsed ``used``, heapTotal 4000, total_physical_size 3000, external 600,
+    arrayBuffers 200, rss 9000."""
+    return f"H\t1070.0\t{used}\t4000\t3000\t600\t200\t9000\n"
+
+
+def test_the_heap_figures_are_the_server_nodes_last_and_medians_over_starts(tmp_path):
+    entry = _tree(tmp_path)["entry"]
+    server = f"P\t100\t1000.0\t40.0\t{entry}\n" + _heap(700) + "H\t1080.0\t5\n" + _heap(800)
+    trace = node_packages.server_trace([LAUNCHER + _heap(1), server], until_ms=2e3)
+    assert trace["pid"] == 100
+    assert trace["heap"] == {"heap_used_bytes": 800, "heap_committed_bytes": 4000,
+                             "heap_physical_bytes": 3000, "external_bytes": 600,
+                             "array_buffers_bytes": 200, "rss_bytes": 9000}
+    assert node_packages.parse(f"P\t100\t1000.0\t40.0\t{entry}\n", 2e3)["heap"] is None
+    starts = [{**trace["heap"], "heap_used_bytes": used} for used in (900, 800, 1000)]
+    assert runtime_heap.block("node", starts) == {"runtime": "node", "runs": 3,
+                                                  **trace["heap"], "heap_used_bytes": 900}
+    with pytest.raises(ValueError):
+        runtime_heap.block("node", [])
+
+
 @pytest.mark.e2e
 def test_the_typescript_server_start_by_package(tmp_path):
     """Three traced starts of the built typescript reference server (cached build): the SDK,
@@ -209,16 +226,8 @@ def test_the_typescript_server_start_by_package(tmp_path):
     (node's start, the packages' self times, the graph's linking) inside the start, and the
     SDK's cumulative time within 2x of importing it alone by hand (performance.now() around
     the import; benchmarks/node_import_check.py holds it to 20%)."""
-    [recipe] = load_recipes(Path(__file__).parent.parent / "build-recipes", ["typescript"])
-    build = ensure_built(recipe, cache_root())
-    if build.status == "skipped":
-        unavailable(f"typescript: {build.reason}")
-    assert build.ok, build.reason
-    row = ServerResult("typescript", sdk=recipe.sdk)
-    row.start_usage = {"processes": [{"name": "node"}]}
-    server = Server(row, build.command())
-    with child_subreaper():
-        node_packages.measure(server, Settings(timeout_s=60))
+    from test_runtime_heap import attributed
+    row, build = attributed("typescript", node_packages)
     block = row.imports
     assert block is not None, row.not_measured
     assert block["runtime"] == "node" and block["runs"] == node_packages.RUNS
@@ -240,3 +249,9 @@ def test_the_typescript_server_start_by_package(tmp_path):
         ["node", "--input-type=module", "-e", script], cwd=folder, capture_output=True,
         text=True, check=True).stdout) for _ in range(3))
     assert hand / 2 <= sdk["cumulative_ms"] <= 2 * hand
+    heap = row.runtime_heap  # V8's figures at the answer, SIGUSR2 to the server's node
+    assert heap is not None, row.not_measured
+    assert heap["runs"] == node_packages.RUNS
+    assert 0 < heap["heap_used_bytes"] <= heap["heap_committed_bytes"] < heap["rss_bytes"]
+    assert 0 < heap["heap_physical_bytes"] <= heap["heap_committed_bytes"]
+    assert heap["array_buffers_bytes"] <= heap["external_bytes"]

@@ -301,6 +301,8 @@ def test_start_attribution_names_each_runtime_units(measured):
     assert "imports" in by_name["java"]["not_measured"]
     node = by_name["typescript"]["imports"]
     assert node["runtime"] == "node" and "zod" in [d["name"] for d in node["distributions"]]
+    assert by_name["java"]["runtime_heap"]["runtime"] == "jvm"
+    assert by_name["typescript"]["runtime_heap"]["runtime"] == "node"
     for name in ("c", "rust"):
         assert by_name[name]["imports"] is None and by_name[name]["classes"] is None
-        assert {"imports", "classes"} <= set(by_name[name]["not_measured"])
+        assert {"imports", "classes", "runtime_heap"} <= set(by_name[name]["not_measured"])

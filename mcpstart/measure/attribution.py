@@ -5,7 +5,7 @@ not get says why (``not_measured``)."""
 
 from __future__ import annotations
 
-from . import go_init, imports, jvm_classes, node_packages
+from . import go_init, imports, jvm_classes, node_packages, runtime_heap
 from .server import Server
 
 RUNTIMES = (imports, go_init, jvm_classes, node_packages)
@@ -19,9 +19,12 @@ WHY_NOT = {
 
 def chosen(server: Server):
     """The RUNTIMES module that profiles ``server``'s start, else None; the blocks it does
-    not fill are marked not measured with WHY_NOT's reason."""
+    not fill are marked not measured with WHY_NOT's reason, as is ``runtime_heap`` where
+    the runtime's own heap figures are not read (runtime_heap.WHY_NOT)."""
     runtime = next((r for r in RUNTIMES if r.applies(server)), None)
     for block, reason in WHY_NOT.items():
         if runtime is None or block != runtime.BLOCK:
             server.row.skip_block(block, reason)
+    if runtime not in (node_packages, jvm_classes, go_init):
+        server.row.skip_block(runtime_heap.BLOCK, runtime_heap.WHY_NOT)
     return runtime

@@ -26,7 +26,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..command import Command
 from ..transports.session import SessionError
-from . import imports
+from . import imports, runtime_heap
 from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
@@ -38,10 +38,12 @@ TRACE = "inittrace=1"
 
 
 def traced_env(command: Command) -> dict[str, str]:
-    """GODEBUG with TRACE added to what the server's environment already sets (a
-    comma-separated list of settings: runtime package documentation)."""
+    """GODEBUG with TRACE and the collector's trace (runtime_heap.GO_TRACE) added to what the
+    server's environment already sets (a comma-separated list of settings: runtime package
+    documentation)."""
     before = command.environment().get("GODEBUG", "")
-    return {"GODEBUG": f"{before},{TRACE}" if before else TRACE}
+    traces = f"{TRACE},{runtime_heap.GO_TRACE}"
+    return {"GODEBUG": f"{before},{traces}" if before else traces}
 
 LINE = re.compile(r"init (\S+) @([0-9.]+) ms, ([0-9.]+) ms clock, (\d+) bytes, (\d+) allocs")
 """One line of the trace (runtime/proc.go, doInit1 under inittrace): package, start since the
@@ -172,10 +174,12 @@ def applies(server: Server) -> bool:
 
 def measure(server: Server, settings: Settings) -> None:
     """The ``imports`` block (``runtime`` "go", with ``packages``) of a server that
-    ``applies``: RUNS traced starts. A start without an answer or without a trace leaves the
-    block out with the cause (``not_measured["imports"]``); the row is not failed."""
+    ``applies``: RUNS traced starts; and its ``runtime_heap`` from the collector's trace of
+    the same starts (runtime_heap.go_figures; n/a when no collection ran before any
+    answer). A start without an answer or without a trace leaves the block out with the
+    cause (``not_measured["imports"]``); the row is not failed."""
     _, info = go_program(server.command)
-    traces, starts = [], []
+    traces, starts, heaps = [], [], []
     try:
         for _ in range(RUNS):
             ms, text, _ = profiled_start(server.command, server.spawning(settings),
@@ -187,9 +191,16 @@ def measure(server: Server, settings: Settings) -> None:
                                    "(GODEBUG overridden, or a Go older than 1.16)")
             traces.append(trace)
             starts.append((ms, attribute(trace, info)))
+            if (heap := runtime_heap.go_figures(text)) is not None:
+                heaps.append(heap)
     except (SessionError, RuntimeError) as err:
         server.row.skip_block("imports", f"package init trace: {err}")
+        server.row.skip_block(runtime_heap.BLOCK, f"package init trace: {err}")
         return
+    if heaps:
+        server.row.runtime_heap = runtime_heap.block("go", heaps)
+    else:
+        server.row.skip_block(runtime_heap.BLOCK, runtime_heap.NO_COLLECTION)
     env = {"classifiers": {}, "main": info["main"]}
     block = imports.block(starts, env, server.row.cold_start_median(),
                           server.transport, runtime="go")

@@ -6,7 +6,9 @@ Specifications: JAVA_TOOL_OPTIONS"), after the counted cold starts and never amo
 each shown against the unlogged median. The log file is read at the initialize answer: the
 classes loaded before it, per source (each application jar, the JDK's classes from its
 class-data-sharing archive or its modules, classes defined at run time), the JVM's uptime at
-its first class (the JVM's own start) and at the last one before the answer.
+its first class (the JVM's own start) and at the last one before the answer. The same starts
+run with native memory tracking on, and once the server has answered ``jcmd`` reads the JVM's
+own heap figures (runtime_heap.py; the tracking is part of what ``instrumented_ms`` holds).
 
 A server (stdio or HTTP) qualifies when a process of its tree was a JVM (command name ``java``) in its
 cold starts' usage (usage.py).
@@ -19,8 +21,11 @@ import re
 import statistics
 import tempfile
 
+import psutil
+
 from ..transports.session import SessionError
-from . import imports
+from ..transports.tree import ProcessSet
+from . import imports, runtime_heap
 from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
@@ -87,20 +92,27 @@ def applies(server: Server) -> bool:
 
 
 def measure(server: Server, settings: Settings) -> None:
-    """The ``classes`` block of a server that ``applies``: RUNS logged starts. A start
+    """The ``classes`` block of a server that ``applies``: RUNS logged starts, and its
+    ``runtime_heap`` (``jcmd`` on the JVM of each, at the answer: read_at_answer). A start
     without an answer or without a logged class leaves the block out with the cause
-    (``not_measured["classes"]``); the row is not failed."""
-    starts = []
+    (``not_measured["classes"]``); the row is not failed. ``runtime_heap`` holds the
+    readings that succeeded; with none it is left out with the last failure's cause."""
+    starts, heaps, heap_error = [], [], None
     with tempfile.TemporaryDirectory(prefix="mcpstart-classes-") as folder:
         try:
             for index in range(RUNS):
                 log = os.path.join(folder, f"{index}.log")
                 env = {"JAVA_TOOL_OPTIONS": " ".join(filter(None, [
                     server.command.environment().get("JAVA_TOOL_OPTIONS"),
-                    f"-Xlog:class+load:file={log}:uptime"]))}
-                ms, _, text = profiled_start(server.command, server.spawning(settings), env,
-                                             lambda _p, log=log: _read(log),
-                                             server.before_spawn)
+                    f"-Xlog:class+load:file={log}:uptime", runtime_heap.JVM_OPTION]))}
+                ms, _, (text, heap) = profiled_start(
+                    server.command, server.spawning(settings), env,
+                    lambda p, log=log: (_read(log), read_at_answer(p, settings.timeout_s)),
+                    server.before_spawn)
+                if isinstance(heap, dict):
+                    heaps.append(heap)
+                else:
+                    heap_error = heap
                 found = parse(text)
                 if not found["classes"]:
                     raise RuntimeError("no class+load line before the initialize answer "
@@ -108,8 +120,25 @@ def measure(server: Server, settings: Settings) -> None:
                 starts.append((ms, found))
         except (SessionError, RuntimeError) as err:
             server.row.skip_block("classes", f"class loading log: {err}")
+            server.row.skip_block(runtime_heap.BLOCK, f"class loading log: {err}")
             return
     server.row.classes = block(starts, server.row.cold_start_median())
+    if heaps:  # runs: the starts read
+        server.row.runtime_heap = runtime_heap.block("jvm", heaps)
+    else:
+        server.row.skip_block(runtime_heap.BLOCK, f"jcmd: {heap_error}")
+
+
+def read_at_answer(processes: ProcessSet, timeout_s: float) -> dict | str:
+    """runtime_heap.read_jvm of the JVM of ``processes`` that started last (a launcher's
+    starts first), or why not (a string)."""
+    jvms = [p for p in processes.alive() if JAVA.fullmatch(processes.info(p.pid)["name"])]
+    if not jvms:
+        return "no JVM alive at the answer"
+    try:
+        return runtime_heap.read_jvm(max(jvms, key=lambda p: p.create_time()).pid, timeout_s)
+    except (ValueError, psutil.Error) as err:
+        return str(err)
 
 
 def _read(path: str) -> str:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import statistics
 import tempfile
 import time
@@ -45,7 +46,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..command import Command
 from ..transports.session import SessionError
-from . import imports
+from . import imports, runtime_heap
 from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
@@ -58,6 +59,9 @@ NODE = re.compile(r"node(js)?")
 PRELOAD = Path(__file__).with_name("node_trace.mjs")
 FOLDER = "MCPSTART_NODE_TRACE"
 """The variable that names the folder the preload writes each process's trace to."""
+HEAP_WAIT_S = 1.0
+"""How long the server's node has to write its heap figures after SIGUSR2: it has answered
+and waits idle, so its event loop runs the listener at once."""
 
 
 def traced_env(command: Command, folder: str) -> dict[str, str]:
@@ -70,16 +74,17 @@ def traced_env(command: Command, folder: str) -> dict[str, str]:
 
 
 def parse(text: str, until_ms: float) -> dict | None:
-    """One process's trace (node_trace.mjs's lines) as ``{start_ms, runtime_ms, entry,
+    """One process's trace (node_trace.mjs's lines) as ``{pid, start_ms, runtime_ms, entry,
     hooks_ms, first_ms, modules: {url: {evaluate_ms, load_ms}}, linking_ms, edges: {url:
-    {url, ...}}}``: times in ms since the epoch (``runtime_ms`` since the process's time
+    {url, ...}}, heap}``: ``heap`` the last H line's V8 figures (runtime_heap.NODE: bytes),
+    None without; times in ms since the epoch (``runtime_ms`` since the process's time
     origin); ``hooks_ms`` when the loader hooks ran, ``first_ms`` the first evaluation's
     begin (each None without); ``load_ms`` and ``linking_ms`` loading_spans's (the entry's
     resolve, asked with no parent, is the entry's; ``linking_ms`` None without hooks or
     evaluation). An evaluation still open at the read ends at ``until_ms``; a module
     evaluated twice (a CommonJS file loaded again after a cache deletion) sums. None
     without the preload's P line."""
-    head, hooks, first = None, None, None
+    head, hooks, first, heap = None, None, None, None
     stack: list[list] = []  # [url, begin, children's ms]
     evaluate: dict[str, float] = {}
     edges: dict[str, set[str]] = {}
@@ -96,8 +101,10 @@ def parse(text: str, until_ms: float) -> dict | None:
         fields = line.split("\t")
         kind, count = fields[0], len(fields)
         if kind == "P" and count == 5:
-            head = {"start_ms": float(fields[2]), "runtime_ms": float(fields[3]),
-                    "entry": fields[4]}
+            head = {"pid": int(fields[1]), "start_ms": float(fields[2]),
+                    "runtime_ms": float(fields[3]), "entry": fields[4]}
+        elif kind == "H" and count == 2 + len(runtime_heap.NODE):
+            heap = dict(zip(runtime_heap.NODE, map(int, fields[2:])))
         elif kind == "R" and count == 2:
             hooks = float(fields[1])
         elif kind == "B" and count == 3:
@@ -123,7 +130,7 @@ def parse(text: str, until_ms: float) -> dict | None:
     modules = {url: {"evaluate_ms": evaluate.get(url, 0.0), "load_ms": loading.get(url, 0.0)}
                for url in {*evaluate, *loading}}
     return {**head, "hooks_ms": hooks, "first_ms": first, "modules": modules,
-            "linking_ms": linking, "edges": edges}
+            "linking_ms": linking, "edges": edges, "heap": heap}
 
 
 def loading_spans(sends: list[tuple[float, str, str]], hooks_ms: float,
@@ -229,18 +236,21 @@ def applies(server: Server) -> bool:
 
 def measure(server: Server, settings: Settings) -> None:
     """The ``imports`` block (``runtime`` "node", with ``linking_ms``) of a server that
-    ``applies``: RUNS traced starts. A start without an answer, without a trace or without
-    the loader hooks leaves the block out with the cause (``not_measured["imports"]``); the
-    row is not failed."""
-    starts, names = [], {}
+    ``applies``: RUNS traced starts; and its ``runtime_heap`` (V8's figures of each start,
+    read once it has answered: read_at_answer). A start without an answer, without a trace
+    or without the loader hooks leaves the block out with the cause
+    (``not_measured["imports"]``); the row is not failed."""
+    starts, names, heaps = [], {}, []
     try:
         for _ in range(RUNS):
             with tempfile.TemporaryDirectory(prefix="mcpstart-node-") as folder:
                 ms, _, (texts, until) = profiled_start(
                     server.command, server.spawning(settings),
                     traced_env(server.command, folder),
-                    lambda _p, folder=folder: read_traces(folder), server.before_spawn)
+                    lambda _p, folder=folder: read_at_answer(folder), server.before_spawn)
             trace = server_trace(texts, until)
+            if trace is not None and trace["heap"] is not None:
+                heaps.append(trace["heap"])
             if trace is None:
                 raise RuntimeError("no node process ran the preload (NODE_OPTIONS "
                                    "overridden, or a node older than 20.6)")
@@ -250,7 +260,13 @@ def measure(server: Server, settings: Settings) -> None:
             starts.append((ms, attribute(trace, names)))
     except (SessionError, RuntimeError) as err:
         server.row.skip_block("imports", f"module evaluation trace: {err}")
+        server.row.skip_block(runtime_heap.BLOCK, f"module evaluation trace: {err}")
         return
+    if heaps:
+        server.row.runtime_heap = runtime_heap.block("node", heaps)
+    else:
+        server.row.skip_block(runtime_heap.BLOCK, "the server's node wrote no heap figures "
+                              f"within {HEAP_WAIT_S:g} s of SIGUSR2")
     block = imports.block(starts, {"classifiers": {}}, server.row.cold_start_median(),
                           server.transport, runtime="node")
     linking = [a["linking_ms"] for _, a in starts]
@@ -258,6 +274,26 @@ def measure(server: Server, settings: Settings) -> None:
                           else statistics.median(linking)}
     server.row.skip_block("imports.other_transport", "the transport finding reads Python "
                           "distributions' classifiers only")
+
+
+def read_at_answer(folder: str) -> tuple[list[str], float]:
+    """read_traces once the server has answered, after asking the server's node (the one
+    server_trace picks) for its heap figures: SIGUSR2, then its file read again until its
+    H line is there or HEAP_WAIT_S have passed (the read's time stays the first read's)."""
+    texts, until = read_traces(folder)
+    trace = server_trace(texts, until)
+    if trace is None:
+        return texts, until
+    try:
+        os.kill(trace["pid"], signal.SIGUSR2)
+    except OSError:  # gone
+        return texts, until
+    path = os.path.join(folder, f"{trace['pid']}.tsv")
+    deadline = time.monotonic() + HEAP_WAIT_S
+    while "\nH\t" not in Path(path).read_text(encoding="utf-8", errors="replace") \
+            and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return read_traces(folder)[0], until
 
 
 def read_traces(folder: str) -> tuple[list[str], float]:

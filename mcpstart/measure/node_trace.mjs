@@ -12,6 +12,9 @@
 //   I  parent url  child url            an import edge (resolve hook, loader thread)
 //   L  url  time                        an ES module's source is ready (load hook, loader
 //       thread): its compile on the main thread starts at the earliest then
+//   H  time  heapUsed  heapTotal  total_physical_size  external  arrayBuffers  rss
+//       V8's heap figures in bytes (process.memoryUsage(), v8.getHeapStatistics()),
+//       written on SIGUSR2 (mcpstart sends it once the server has answered)
 // Loader hooks through module.register() (Node.js >= 20.6; they run on a thread of their
 // own: Node.js docs, "Modules: node:module API", Customization Hooks). The load hook also
 // adds `import "node:module"` to each ES module, so that every module, a leaf too, asks for a
@@ -20,6 +23,7 @@ import { openSync, writeSync } from 'node:fs';
 import { isMainThread, MessagePort } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import * as modules from 'node:module';
+import { getHeapStatistics } from 'node:v8';
 
 const KEY = 'mcpstart.node.evaluate';
 const folder = process.env.MCPSTART_NODE_TRACE;
@@ -30,6 +34,11 @@ const put = (...fields) => { if (fd !== null) writeSync(fd, fields.join('\t') + 
 if (isMainThread && fd !== null) {
   const entry = process.argv[1] ? pathToFileURL(process.argv[1]).href : '';
   put('P', process.pid, now(), performance.now(), entry);
+  process.on('SIGUSR2', () => {  // a signal listener keeps no process alive
+    const usage = process.memoryUsage();
+    put('H', now(), usage.heapUsed, usage.heapTotal, getHeapStatistics().total_physical_size,
+        usage.external, usage.arrayBuffers, usage.rss);
+  });
   globalThis[Symbol.for(KEY)] = (edge, url) => put(edge ? 'E' : 'B', url, now());
   const load = modules.default.prototype.load;
   modules.default.prototype.load = function traced(filename) {

@@ -148,7 +148,7 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     _cold_starts(spawned, steps, settings, order, results, progress, on_update, "handshake")
     for server in [s for s in spawned if not s.never_started]:
         if not settings.attribution:
-            for block in ("imports", "classes", "start_usage"):
+            for block in ("imports", "classes", "runtime_heap", "start_usage"):
                 server.row.skip_block(block, "--no-attribution")
             continue
         runtime = attribution.chosen(server)

@@ -84,6 +84,11 @@ def why(doc: dict, name: str | None = None) -> str:
         lines += [f"    {name}: {fmt_mib(value['rss_bytes'])}, {fmt_mib(value['pss_bytes'])}"
                   for name, value in sorted(split.items(), key=lambda kv: -kv[1]["rss_bytes"])
                   if value["rss_bytes"]]
+    if heap := row.get("runtime_heap"):
+        figures = ", ".join(f"{key.removesuffix('_bytes').replace('_', ' ')} {fmt_mib(value)}"
+                            for key, value in heap.items() if key.endswith("_bytes"))
+        lines.append(f"  the runtime's own heap at its answer ({heap['runtime']}, median of "
+                     f"{heap['runs']} extra starts, MiB): {figures}")
     return "\n".join(lines) + "\n"
 
 
