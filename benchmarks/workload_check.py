@@ -8,8 +8,8 @@ the call's request to its answer. Both methods face the same mock API (the run's
 process) and the same server state: the methods alternate round by round (each goes first in
 every other round); over stdio each round is a fresh server, as mcpstart's step starts one;
 over HTTP both methods reach one server process, started once per server, whose first
-WARMUP_ROUNDS rounds are an uncounted common warm-up (a JIT runtime compiles during whichever method
-runs first: counted, it would be that method's alone).
+WARMUP_ROUNDS rounds are an uncounted common warm-up (a JIT runtime compiles during whichever
+method runs first: counted, it would be that method's alone).
 
 Prints per server and tool the p50 and p95 of all counted calls of each method, their ratio,
 and met/MISSED against the target: mcpstart's figure within 10% + 0.2 ms of the plain
@@ -118,7 +118,8 @@ def check(name: str, transport: str, command, settings: Settings, rounds: int) -
             order = ("mcpstart", "plain") if round_ % 2 == 0 else ("plain", "mcpstart")
             for method in order:
                 got = (mcpstart_round(name, transport, command, settings, port)
-                       if method == "mcpstart" else plain_round(transport, command, settings, port))
+                       if method == "mcpstart"
+                       else plain_round(transport, command, settings, port))
                 if round_ < warmup:
                     continue
                 for tool, times in got.items():
