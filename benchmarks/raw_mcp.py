@@ -1,9 +1,10 @@
 """A plain MCP client for the independent checks, sharing no code with mcpstart's client:
 JSON-RPC over a server's pipes (subprocess, the stdout BufferedReader's readline) or over
-Streamable HTTP (http.client, one kept-alive connection to /mcp). Each request returns an
+Streamable HTTP (a plain socket, one kept-alive connection to /mcp). Each request returns an
 Answer: the message, its size in bytes (the line without its line end; over HTTP the JSON body,
 or the data of the SSE event that holds it) and its round trip in ms (time.perf_counter_ns
-from just before the write to just after the read that completed it).
+from just before the write to just after the read that completed it: the line, the body, or
+the event, not the end of its stream).
 
 Scripts in benchmarks/ import it by name: Python puts a script's folder first on sys.path, and
 tests/conftest.py's ``benchmark()`` does the same.
@@ -11,7 +12,6 @@ tests/conftest.py's ``benchmark()`` does the same.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -88,73 +88,159 @@ class Stdio:
         self.proc.stdout.close()
 
 
+class Wire:
+    """One kept-alive HTTP/1.1 connection to 127.0.0.1:PORT on a plain socket (TCP_NODELAY,
+    each request one write), as lean as a client can be: http.client's header parsing (the
+    email package) and buffered chunk reading cost a tenth of a millisecond or more per
+    response, more than the client it checks. Reconnects after a "Connection: close"."""
+
+    def __init__(self, port: int):
+        self.port, self.sock, self.buffer = port, None, b""
+
+    def send(self, method: str, body: bytes, headers: dict) -> None:
+        if self.sock is None:
+            self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=60)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.buffer = b""
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        self.sock.sendall(f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\n"
+                          f"Content-Length: {len(body)}\r\n{head}\r\n".encode() + body)
+
+    def head(self) -> tuple[int, dict]:
+        """The response's status and headers (names lower-case); 1xx skipped."""
+        while True:
+            status = int(self._line().split()[1])
+            headers = {}
+            while line := self._line():
+                name, _, value = line.decode("latin-1").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            if status >= 200:
+                return status, headers
+
+    def body(self, headers: dict):
+        """The response body's pieces as they arrive (chunked, Content-Length, or none)."""
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            while size := int(self._line().split(b";")[0], 16):
+                yield self._exact(size)
+                self._line()
+            while self._line():  # trailers
+                pass
+        elif length := int(headers.get("content-length", 0)):
+            yield self._exact(length)
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise RuntimeError("the server closed the connection")
+        self.buffer += data
+
+    def _line(self) -> bytes:
+        while (end := self.buffer.find(b"\r\n")) < 0:
+            self._fill()
+        line, self.buffer = self.buffer[:end], self.buffer[end + 2:]
+        return line
+
+    def _exact(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            self._fill()
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+
 class Http:
     """An HTTP server spawned on a free loopback port ({port} in its command), reached once
-    it accepts, initialized on one kept-alive connection (its Mcp-Session-Id kept); a context
-    manager that ends the session (DELETE) and kills the server."""
+    it accepts, initialized on one kept-alive connection (Wire; its Mcp-Session-Id kept); a
+    context manager that ends the session (DELETE) and kills the server. With ``port``
+    instead of a command, a server already listening on that loopback port, left running."""
 
-    def __init__(self, command, start_timeout_s: float = 60):
+    def __init__(self, command=None, start_timeout_s: float = 60, port: int | None = None):
+        self.proc = None
+        self.port = self._spawn(command, start_timeout_s) if port is None else port
+        self.wire = Wire(self.port)
+        self._next_id = 1
+        self.initialized = self.open_session()
+
+    def _spawn(self, command, start_timeout_s: float) -> int:
+        """Spawn ``command`` on a free port and wait until it accepts; the port."""
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.proc = subprocess.Popen([a.replace(PORT, str(self.port)) for a in command.argv],
+            port = probe.getsockname()[1]
+        self.proc = subprocess.Popen([a.replace(PORT, str(port)) for a in command.argv],
                                      cwd=command.cwd, env=command.environment(),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + start_timeout_s
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return port
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self._kill()
-                    raise RuntimeError(f"nothing listens on port {self.port}")
+                    raise RuntimeError(f"nothing listens on port {port}")
                 time.sleep(0.01)
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        self._next_id = 1
-        self._response = None
-        self.initialized = self.open_session()
 
     def open_session(self) -> Answer:
         """A new session on the connection: ``initialize`` (its Answer returned), its
         Mcp-Session-Id kept, then ``notifications/initialized``."""
         self.headers = dict(ACCEPT)
         answer = self.request("initialize", _initialize_params())
-        self.headers.update({"Mcp-Session-Id": self._response.getheader("Mcp-Session-Id"),
+        self.headers.update({"Mcp-Session-Id": self._headers.get("mcp-session-id", ""),
                              "MCP-Protocol-Version": REVISION})
-        self.conn.request("POST", "/mcp", json.dumps(
-            {"jsonrpc": "2.0", "method": "notifications/initialized"}), self.headers)
-        self.conn.getresponse().read()
+        self._exchange("POST", json.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
         return answer
 
     def end_session(self) -> None:
         """DELETE the session."""
-        self.conn.request("DELETE", "/mcp", headers=self.headers)
-        self.conn.getresponse().read()
+        self._exchange("DELETE", b"")
+
+    def _exchange(self, method: str, body: bytes) -> None:
+        """One request whose answer is read whole and dropped."""
+        self.wire.send(method, body, self.headers)
+        for _ in self.wire.body(self.wire.head()[1]):
+            pass
 
     def request(self, method: str, params: dict) -> Answer:
-        """POST one request and read its whole answer (a JSON body or an event stream).
+        """POST one request and read its answer: a JSON body, or the event of an event stream
+        that holds it (timed when that event's blank line is read, as a client acts on it
+        then, not when the server ends the stream; the rest is read untimed).
 
         Raises:
             RuntimeError: the answer is neither, or does not hold the request's id.
         """
         id_, self._next_id = self._next_id, self._next_id + 1
-        body = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        body = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method,
+                           "params": params}).encode()
         start = time.perf_counter_ns()
-        self.conn.request("POST", "/mcp", body, self.headers)
-        self._response = self.conn.getresponse()
-        raw = self._response.read()
+        self.wire.send("POST", body, self.headers)
+        status, self._headers = self.wire.head()
+        pieces = self.wire.body(self._headers)
+        json_body = self._headers.get("content-type", "").split(";")[0].strip() \
+            == "application/json"
+        data = pending = b""
+        for piece in pieces:
+            pending = (pending + piece).replace(b"\r\n", b"\n")
+            while not json_body and b"\n\n" in pending:
+                event, pending = pending.split(b"\n\n", 1)
+                data = b"\n".join(line[5:].lstrip(b" ") for line in event.split(b"\n")
+                                  if line.startswith(b"data:"))
+                if data.strip() and (message := json.loads(data)).get("id") == id_:
+                    end = time.perf_counter_ns()
+                    for _ in pieces:  # the rest of the stream, untimed
+                        pass
+                    return Answer(message, len(data), (end - start) / 1e6)
         end = time.perf_counter_ns()
-        kind = (self._response.getheader("Content-Type") or "").split(";")[0].strip()
-        frames = [raw] if kind == "application/json" else [
-            b"\n".join(line[5:].lstrip(b" ") for line in event.splitlines()
-                       if line.startswith(b"data:"))
-            for event in raw.replace(b"\r\n", b"\n").split(b"\n\n")]
-        for data in frames:
-            if data.strip() and (message := json.loads(data)).get("id") == id_:
-                return Answer(message, len(data), (end - start) / 1e6)
-        raise RuntimeError(f"{method}: HTTP {self._response.status} {raw[:200]!r}")
+        if json_body and (message := json.loads(pending)).get("id") == id_:
+            return Answer(message, len(pending), (end - start) / 1e6)
+        raise RuntimeError(f"{method}: HTTP {status} {(data or pending)[:200]!r}")
 
     def __enter__(self) -> "Http":
         return self
@@ -162,13 +248,16 @@ class Http:
     def __exit__(self, *exc) -> None:
         try:
             self.end_session()
-        except (OSError, http.client.HTTPException):
+        except (OSError, RuntimeError, ValueError):
             pass
-        self.conn.close()
+        self.wire.close()
         self._kill()
 
     def _kill(self) -> None:
-        """SIGKILL to the server's process group (it was started in a session of its own)."""
+        """SIGKILL to the server's process group (it was started in a session of its own);
+        nothing for a server this client did not spawn."""
+        if self.proc is None:
+            return
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:

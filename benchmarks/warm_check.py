@@ -1,7 +1,7 @@
 """Is mcpstart's warm round trip the server's? The small reverse_text call repeated on one warm
 session, timed by mcpstart's probe (measure/warm.py ``round_trips``, over mcpstart's stdio or
 HTTP transport) and by a plain client (benchmarks/raw_mcp.py: pipes and a buffered readline,
-or http.client on a kept-alive connection; time.perf_counter_ns around each call), on fresh
+or a plain socket on a kept-alive connection; time.perf_counter_ns around each call), on fresh
 sessions alternating session by session (each method goes first in every other round).
 
 Prints per server the p50 and p95 of all calls of each method, their ratio, and met/MISSED

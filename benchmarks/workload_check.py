@@ -1,20 +1,24 @@
 """Are mcpstart's per-tool warm figures the server's? Each tool of a workload called warm by
-mcpstart's per-tool step (measure/per_tool.py ``warm``: its own spawn, WARMUP uncounted calls,
-then the counted ones, over mcpstart's stdio or HTTP transport) and by a plain client
-(benchmarks/raw_mcp.py: pipes and a buffered readline, or http.client on a kept-alive
+mcpstart's per-tool step (measure/per_tool.py ``warm``: WARMUP uncounted calls, then the
+counted ones, over mcpstart's stdio or HTTP transport) and by a plain client
+(benchmarks/raw_mcp.py: pipes and a buffered readline, or a plain socket on a kept-alive
 connection; no mcpstart code on the timed path), the same calls in the same shape: on one
 session, or over HTTP with the shape "per-call" each in a full session of its own, timed from
-the call's request to its answer. The methods alternate round by round (each goes first in
-every other round), each round a fresh server.
+the call's request to its answer. Both methods face the same mock API (the run's own, in this
+process) and the same server state: the methods alternate round by round (each goes first in
+every other round); over stdio each round is a fresh server, as mcpstart's step starts one;
+over HTTP both methods reach one server process, started once per server, whose first
+WARMUP_ROUNDS rounds are an uncounted common warm-up (a JIT runtime compiles during whichever
+method runs first: counted, it would be that method's alone).
 
 Prints per server and tool the p50 and p95 of all counted calls of each method, their ratio,
 and met/MISSED against the target: mcpstart's figure within 10% + 0.2 ms of the plain
 client's, either way. Asserts nothing.
 
 Usage:
-  python benchmarks/workload_check.py [--rounds 4] [--calls 100] [--workload NAME] [NAMES...]
+  python benchmarks/workload_check.py [--rounds 8] [--calls 100] [--workload NAME] [NAMES...]
       the recipes NAMES of workload-recipes/ (default: all), the workload default benchmark;
-  python benchmarks/workload_check.py [--rounds 4] [--calls 100] --workload FILE -- CMD...
+  python benchmarks/workload_check.py [--rounds 8] [--calls 100] --workload FILE -- CMD...
       one server of your own (over HTTP when CMD holds {port}).
 """
 
@@ -23,12 +27,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import raw_mcp
 from checks import header, load_average, reference_builds, verdict
 from mcpstart.command import Command
+from mcpstart.endpoint import ENDPOINT
 from mcpstart.measure import mock_api, per_tool
 from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
@@ -38,12 +45,19 @@ from mcpstart.wire import SMALL_TEXT
 from mcpstart.workload import load
 
 RATIO, SLACK_MS = 0.10, 0.2
+WARMUP_ROUNDS = 2
+"""Over HTTP, the uncounted rounds that open the shared process's check (each method first
+in one): the common warm-up."""
 WORKLOAD_RECIPES = Path(__file__).parent.parent / "workload-recipes"
 
 
-def mcpstart_round(name: str, transport: str, command, settings: Settings) -> dict[str, list]:
-    """One fresh server's per-tool warm samples from mcpstart: tool -> [ms]."""
-    server = Server(ServerResult(name, transport), command, transport=transport)
+def mcpstart_round(name: str, transport: str, command, settings: Settings,
+                   port: int | None) -> dict[str, list]:
+    """One round's per-tool warm samples from mcpstart: tool -> [ms]; on a fresh server from
+    ``command``, or with ``port`` on the HTTP server listening there."""
+    url = None if port is None else f"http://127.0.0.1:{port}{ENDPOINT}"
+    server = Server(ServerResult(name, transport), command if url is None else None,
+                    transport=transport, url=url)
     per_tool.warm(server, settings, lambda _text: None)
     if server.row.status != "ok":
         raise RuntimeError(f"{name}: mcpstart: {server.row.reason}")
@@ -51,11 +65,14 @@ def mcpstart_round(name: str, transport: str, command, settings: Settings) -> di
             server.row.workload["tools"].items()}
 
 
-def plain_round(transport: str, command, settings: Settings) -> dict[str, list]:
-    """The same calls from the plain client on one fresh server: tool -> [ms]."""
+def plain_round(transport: str, command, settings: Settings,
+                port: int | None) -> dict[str, list]:
+    """The same calls from the plain client, on a fresh server or the one at ``port``:
+    tool -> [ms]."""
     workload, out = settings.workload, {}
     per_call = transport == "http" and workload.shape == "per-call"
-    with raw_mcp.client(command, transport) as plain:
+    plain = raw_mcp.client(command, transport) if port is None else raw_mcp.Http(port=port)
+    with plain:
         for call in workload.calls:
             params, times = call.params(SMALL_TEXT), []
             for index in range(per_tool.WARMUP + settings.round_trips):
@@ -71,6 +88,18 @@ def plain_round(transport: str, command, settings: Settings) -> dict[str, list]:
     return out
 
 
+@contextmanager
+def shared_process(transport: str, command) -> Iterator[int | None]:
+    """Over HTTP, one server process from ``command`` for the block (spawned and held by a
+    plain client whose own session stays idle): its port; over stdio None (a fresh server
+    each round)."""
+    if transport != "http":
+        yield None
+        return
+    with raw_mcp.Http(command) as holder:
+        yield holder.port
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     """(p50, p95) in ms, p95 by linear interpolation."""
     return statistics.median(samples), statistics.quantiles(samples, n=20,
@@ -83,13 +112,18 @@ def met(mine: float, theirs: float) -> bool:
 
 def check(name: str, transport: str, command, settings: Settings, rounds: int) -> None:
     samples = {"mcpstart": {}, "plain": {}}
-    for round_ in range(rounds):
-        order = ("mcpstart", "plain") if round_ % 2 == 0 else ("plain", "mcpstart")
-        for method in order:
-            got = (mcpstart_round(name, transport, command, settings) if method == "mcpstart"
-                   else plain_round(transport, command, settings))
-            for tool, times in got.items():
-                samples[method].setdefault(tool, []).extend(times)
+    with shared_process(transport, command) as port:
+        warmup = 0 if port is None else WARMUP_ROUNDS
+        for round_ in range(warmup + rounds):
+            order = ("mcpstart", "plain") if round_ % 2 == 0 else ("plain", "mcpstart")
+            for method in order:
+                got = (mcpstart_round(name, transport, command, settings, port)
+                       if method == "mcpstart"
+                       else plain_round(transport, command, settings, port))
+                if round_ < warmup:
+                    continue
+                for tool, times in got.items():
+                    samples[method].setdefault(tool, []).extend(times)
     for tool in samples["plain"]:
         mine, theirs = percentiles(samples["mcpstart"][tool]), percentiles(samples["plain"][tool])
         for figure, a, b in (("p50", mine[0], theirs[0]), ("p95", mine[1], theirs[1])):
@@ -100,7 +134,7 @@ def main() -> None:
     argv = sys.argv[1:]
     command = argv[argv.index("--") + 1:] if "--" in argv else None
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--workload", default="benchmark")
     parser.add_argument("names", nargs="*")
@@ -114,7 +148,8 @@ def main() -> None:
     else:
         sys.exit("no workload-recipes/ folder: give --workload FILE -- CMD")
     print(f"workload {settings.workload.name} (shape {settings.workload.shape}); "
-          f"{args.rounds} rounds of {args.calls} calls per tool and method, alternating; "
+          f"{args.rounds} rounds of {args.calls} calls per tool and method, alternating (over "
+          f"HTTP on one server process after {WARMUP_ROUNDS} common warm-up rounds); "
           f"target within {RATIO:.0%} + {SLACK_MS} ms; {load_average()} at start")
     print(header("plain client"))
     with mock_api.for_workload(settings) as settings:  # {mock_api}: the run's own mock API
