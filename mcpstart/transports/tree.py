@@ -125,9 +125,10 @@ class ProcessSet:
         leader: pid of the spawned process (also its session id and process group id).
         members: pid -> psutil.Process of the members not known to have exited, in the
             order found (the spawned process first).
-        exited: pid -> ``{"pid", "name", "cmdline", "exit_code", "ru_maxrss_bytes",
-            "usage"}`` of members seen exiting; exit_code, ru_maxrss and usage (``os.wait4``:
-            ``rusage_of``) only for those mcpstart reaped itself (its children), else None.
+        exited: pid -> ``{"pid", "name", "cmdline", "started", "ppid", "exit_code",
+            "ru_maxrss_bytes", "usage"}`` of members seen exiting; exit_code, ru_maxrss and
+            usage (``os.wait4``: ``rusage_of``) only for those mcpstart reaped itself (its
+            children), else None.
         left_group: pids of members seen outside the server's process group.
     """
 
@@ -208,7 +209,8 @@ class ProcessSet:
             os.close(fd)
             return
         self._info[proc.pid] = {"pid": proc.pid, "name": _quietly(proc.name, ""),
-                                "cmdline": _quietly(proc.cmdline, [])}
+                                "cmdline": _quietly(proc.cmdline, []), "started": key[1],
+                                "ppid": _quietly(proc.ppid, None)}
         self.members[proc.pid] = proc
         self._pidfds[proc.pid] = fd
 
@@ -221,7 +223,8 @@ class ProcessSet:
         return list(self.members.values())
 
     def info(self, pid: int) -> dict:
-        """``{pid, name, cmdline}`` of a member as it was when found."""
+        """``{pid, name, cmdline, started, ppid}`` of a member as it was when found
+        (``started``: its start time in psutil's clock, seconds, to one clock tick)."""
         return self._info[pid]
 
     # ----- exits -----------------------------------------------------------------------
