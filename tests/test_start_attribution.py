@@ -114,6 +114,14 @@ def test_launcher_line_parts_run_from_each_start_to_the_next_and_sum_to_the_star
     # a child the server started after the answer is not in the line
     assert usage.line_parts(procs + [_proc(14, "node", 13, 900.0)], 800.0)[13] == 490.0
     assert usage.line_parts([_proc(10, "sh", 1, 0.0, exited=True)], 800.0) == {}
+    # per command name, a run's parts of one name are summed: node 210 + 490
+    line = [{**p, **dict.fromkeys(usage.FIGURES, 0.0)}
+            for p in procs[:1] + [_proc(11, "node", 10, 90.0), _proc(12, "sh", 11, 300.0),
+                                  _proc(13, "node", 12, 310.0)]]
+    block = usage.block([{"handshake": 800.0, "warmup": False,
+                          "usage": {**dict.fromkeys(usage.FIGURES, 0.0), "processes": line}}])
+    assert [(p["name"], p["wall_ms"]) for p in block["processes"]] == [
+        ("npm exec", 90.0), ("node", 700.0), ("sh", 10.0)]
 
 
 def _server() -> dict:
@@ -131,7 +139,7 @@ def test_rows_why_and_hyperfine_show_the_breakdown():
     assert cell(server, ROW_BY_PATH["imports.other_transport"]).startswith(
         "12.0 ms (24.0% of the profiled start): framework, zq-wire")
     text = why({"servers": [server]}, "py")
-    assert "sh: 25.0 (user 25.0 + system 0.00; 2 runs)" in text
+    assert "sh: 25.0 (user 25.0 + system 0.00; wall 10.0; 2 runs)" in text
     assert "imported for another transport: 12.0 ms" in text
     doc = {"servers": [server], "environment": {"hostname": "h"}}
     (result,) = series([doc])

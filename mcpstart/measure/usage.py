@@ -157,8 +157,7 @@ def line_parts(procs: list[dict], handshake: float) -> dict[int, float]:
     if not live:
         return {}
     line = ancestors(max(live, key=lambda p: (p["started_ms"], len(ancestors(p)))))[::-1]
-    bounds = ([0.0] + [min(max(p["started_ms"] or 0.0, 0.0), handshake) for p in line[1:]]
-              + [handshake])
+    bounds = [0.0] + [p["started_ms"] for p in line[1:]] + [handshake]
     return {p["pid"]: bounds[i + 1] - bounds[i] for i, p in enumerate(line)}
 
 
