@@ -114,6 +114,8 @@ def test_launcher_line_parts_run_from_each_start_to_the_next_and_sum_to_the_star
     # a child the server started after the answer is not in the line
     assert usage.line_parts(procs + [_proc(14, "node", 13, 900.0)], 800.0)[13] == 490.0
     assert usage.line_parts([_proc(10, "sh", 1, 0.0, exited=True)], 800.0) == {}
+    # the launcher was gone before it was seen: the first part runs from the spawn
+    assert usage.line_parts([_proc(13, "node", 1, 310.0)], 800.0) == {13: 800.0}
     # per command name, a run's parts of one name are summed: node 210 + 490
     line = [{**p, **dict.fromkeys(usage.FIGURES, 0.0)}
             for p in procs[:1] + [_proc(11, "node", 10, 90.0), _proc(12, "sh", 11, 300.0),
