@@ -20,14 +20,13 @@ built TypeScript reference server (npm exec, then sh, then node; npm_config_cach
 temporary folder, npx copies the folder, no registry asked: launcher_check.py's
 npx-typescript).
 
-Usage: python benchmarks/launcher_parts_check.py [--rounds 7] [--pause-ms 50] [--seed 0]
+Usage: python benchmarks/launcher_parts_check.py [--runs 7] [--pause-ms 50] [--seed 0]
            [--cache-dir DIR] [LAUNCHERS...]
        LAUNCHERS: any of sh-exec-python, sh-python, npx-typescript (default: all)
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import shlex
@@ -42,36 +41,25 @@ from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.measure.settings import Settings
 from mcpstart.stats import summarize
-from mcpstart.targets.build import cache_root, ensure_built
-from mcpstart.targets.recipes import load_recipes
+from mcpstart.targets.build import cache_root
 from mcpstart.transports.tree import child_subreaper
-from launcher_check import REVISION, npx_package  # this folder's
+from launcher_check import REVISION, arguments, built, npx_package  # this folder's
 from overhead import compile_harness, harness_ms  # this folder's
 
-HERE = Path(__file__).parent
 TARGET = 0.05
 """The parts' sum within 5% of the independent start (issue 26)."""
 
 
 def launchers(names: list[str], cache: Path, folder: Path) -> dict[str, tuple[Command, Command]]:
     """Per launcher name, (launched, direct) commands of the reference servers they need."""
-    recipes = {r.name: r for r in load_recipes(HERE.parent / "build-recipes",
-                                               ["python", "typescript"])}
-
-    def built(name: str) -> Command:
-        build = ensure_built(recipes[name], cache)
-        if not build.ok:
-            raise SystemExit(f"{name}: not built: {build.reason}")
-        return build.command()
-
     out = {}
     for name, word in (("sh-exec-python", "exec "), ("sh-python", "")):
         if name in names:
-            python = built("python")
+            python = built("python", cache)
             out[name] = (Command(["sh", "-c", word + shlex.join(python.argv)], python.cwd,
                                  python.env), python)
     if "npx-typescript" in names:
-        direct = built("typescript")
+        direct = built("typescript", cache)
         package = npx_package(folder, Path(direct.argv[-1]))
         env = {"npm_config_cache": str(folder / "npm-cache"),
                "npm_config_update_notifier": "false"}
@@ -84,7 +72,7 @@ def check(name: str, launched: Command, direct: Command, binary: Path, args) -> 
     starts, sums, launcher_shares, last = [], [], [], None
     theirs: dict[str, list[float]] = {"launched": [], "direct": []}
     rng = random.Random(args.seed)
-    for round_ in range(args.warmup + args.rounds):
+    for round_ in range(args.warmup + args.runs):
         jobs = ["mcpstart", "launched", "direct"]
         rng.shuffle(jobs)
         for job in jobs:
@@ -122,19 +110,12 @@ def check(name: str, launched: Command, direct: Command, binary: Path, args) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--pause-ms", type=float, default=50.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cache-dir")
-    parser.add_argument("names", nargs="*", metavar="LAUNCHERS")
-    args = parser.parse_args()
+    args = arguments(__doc__, 7)
     names = args.names or ["sh-exec-python", "sh-python", "npx-typescript"]
     with tempfile.TemporaryDirectory() as folder:
         binary = compile_harness(Path(folder))
         commands = launchers(names, cache_root(args.cache_dir), Path(folder))
-        print(f"{args.rounds} rounds after {args.warmup} warm-up, mcpstart and the harness's "
+        print(f"{args.runs} rounds after {args.warmup} warm-up, mcpstart and the harness's "
               f"launched and direct starts shuffled in each; pause {args.pause_ms:g} ms; load "
               f"average at start {' '.join(f'{v:.2f}' for v in os.getloadavg())}, "
               f"{os.cpu_count()} cores")
