@@ -106,13 +106,15 @@ def at_answer(processes: ProcessSet | None) -> dict | None:
         ``{FIGURES..., processes: [{pid, name, ppid, started_ms, exited, FIGURES...}]}`` (ms,
         counts, bytes): the sums over the processes, each process by its command name
         (``comm``) in the order found, with its parent when found and its start after the
-        spawned process's (ms, to one clock tick: proc(5) ``starttime``); a sum is None when a process's figure is unknown (read_bytes without
-        I/O accounting), except user and system, summed over the processes where they are
-        known (so they may fall short of cpu_ms by less than a tick per process). None where the transport spawned nothing (an endpoint), and under the portable process layer
-        (platforms.NOT_MEASURED).
+        spawned process's (ms, to one clock tick: proc(5) ``starttime``); a sum is None when
+        a process's figure is unknown (read_bytes without I/O accounting), except user and
+        system, summed over the processes where they are known (so they may fall short of
+        cpu_ms by less than a tick per process). None where the transport spawned nothing
+        (an endpoint), and under the portable process layer (platforms.NOT_MEASURED).
     """
     if processes is None or platforms.current() == "portable":
         return None
+
     def found(record: dict, exited: bool) -> dict:
         started = (None if processes.spawned_at is None else
                    (record["started"] - processes.spawned_at) * 1000)
@@ -202,7 +204,8 @@ def block(runs: list[dict]) -> dict | None:
         per_run: dict[str, dict] = {}
         parts = line_parts(run["usage"]["processes"], run["handshake"])
         for proc in run["usage"]["processes"]:
-            sums = per_run.setdefault(proc["name"], {**dict.fromkeys(CPU, 0.0), "wall_ms": None})
+            sums = per_run.setdefault(proc["name"],
+                                      {**dict.fromkeys(CPU, 0.0), "wall_ms": None})
             for key in CPU:
                 sums[key] = None if None in (sums[key], proc[key]) else sums[key] + proc[key]
             if proc["pid"] in parts:
