@@ -116,9 +116,10 @@ def at_answer(processes: ProcessSet | None) -> dict | None:
         return None
 
     def found(record: dict, exited: bool) -> dict:
+        origin = processes.origin(record["pid"])
         started = (None if processes.spawned_at is None else
-                   (record["started"] - processes.spawned_at) * 1000)
-        return {"pid": record["pid"], "name": record["name"], "ppid": record["ppid"],
+                   (origin["started"] - processes.spawned_at) * 1000)
+        return {"pid": record["pid"], "name": record["name"], "ppid": origin["ppid"],
                 "started_ms": started, "exited": exited}
 
     rows = []

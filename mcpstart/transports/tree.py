@@ -125,10 +125,9 @@ class ProcessSet:
         leader: pid of the spawned process (also its session id and process group id).
         members: pid -> psutil.Process of the members not known to have exited, in the
             order found (the spawned process first).
-        exited: pid -> ``{"pid", "name", "cmdline", "started", "ppid", "exit_code",
-            "ru_maxrss_bytes", "usage"}`` of members seen exiting; exit_code, ru_maxrss and
-            usage (``os.wait4``: ``rusage_of``) only for those mcpstart reaped itself (its
-            children), else None.
+        exited: pid -> ``{"pid", "name", "cmdline", "exit_code", "ru_maxrss_bytes",
+            "usage"}`` of members seen exiting; exit_code, ru_maxrss and usage (``os.wait4``:
+            ``rusage_of``) only for those mcpstart reaped itself (its children), else None.
         left_group: pids of members seen outside the server's process group.
     """
 
@@ -140,6 +139,7 @@ class ProcessSet:
         self.left_group: set[int] = set()
         self._pidfds: dict[int, int] = {}
         self._info: dict[int, dict] = {}
+        self._origins: dict[int, dict] = {}
         self._gone: set[tuple[int, float]] = set()
         self._subreaper = is_subreaper()
         _SPAWNED.add(leader)
@@ -209,8 +209,8 @@ class ProcessSet:
             os.close(fd)
             return
         self._info[proc.pid] = {"pid": proc.pid, "name": _quietly(proc.name, ""),
-                                "cmdline": _quietly(proc.cmdline, []), "started": key[1],
-                                "ppid": _quietly(proc.ppid, None)}
+                                "cmdline": _quietly(proc.cmdline, [])}
+        self._origins[proc.pid] = {"started": key[1], "ppid": _quietly(proc.ppid, None)}
         self.members[proc.pid] = proc
         self._pidfds[proc.pid] = fd
 
@@ -223,9 +223,13 @@ class ProcessSet:
         return list(self.members.values())
 
     def info(self, pid: int) -> dict:
-        """``{pid, name, cmdline, started, ppid}`` of a member as it was when found
-        (``started``: its start time in psutil's clock, seconds, to one clock tick)."""
+        """``{pid, name, cmdline}`` of a member as it was when found."""
         return self._info[pid]
+
+    def origin(self, pid: int) -> dict:
+        """``{started, ppid}`` of a member, live or exited: its start time in psutil's clock
+        (seconds, to one clock tick) and its parent when found."""
+        return self._origins[pid]
 
     # ----- exits -----------------------------------------------------------------------
     def _collect_exits(self, timeout_s: float, pipes=None) -> int | None:
