@@ -114,26 +114,26 @@ def registry(package: Path) -> str:
     return base
 
 
+def built(name: str, cache: Path) -> Command:
+    """The command of the reference server ``name``, built or cached; exits when it fails."""
+    (recipe,) = load_recipes(HERE.parent / "build-recipes", [name])
+    build = ensure_built(recipe, cache)
+    if not build.ok:
+        raise SystemExit(f"{name}: not built: {build.reason}")
+    return build.command()
+
+
 def launchers(names: list[str], cache: Path, folder: Path) -> dict[str, Command]:
     """The launched commands, by name, of the reference servers they need (built or cached)."""
-    recipes = {r.name: r for r in load_recipes(HERE.parent / "build-recipes",
-                                               ["c", "python", "typescript"])}
-
-    def built(name: str) -> Command:
-        build = ensure_built(recipes[name], cache)
-        if not build.ok:
-            raise SystemExit(f"{name}: not built: {build.reason}")
-        return build.command()
-
     out = {}
     if "sh-exec-c" in names:
-        out["sh-exec-c"] = Command(["sh", "-c", "exec " + shlex.join(built("c").argv)])
+        out["sh-exec-c"] = Command(["sh", "-c", "exec " + shlex.join(built("c", cache).argv)])
     if "sh-python" in names:
-        python = built("python")
+        python = built("python", cache)
         out["sh-python"] = Command(["sh", "-c", shlex.join(python.argv)], python.cwd,
                                    python.env)
     if {"npx-typescript", "npx-registry"} & set(names):
-        package = npx_package(folder, Path(built("typescript").argv[-1]))
+        package = npx_package(folder, Path(built("typescript", cache).argv[-1]))
         env = {"npm_config_cache": str(folder / "npm-cache"),
                "npm_config_update_notifier": "false"}
         if "npx-typescript" in names:
@@ -198,15 +198,20 @@ def check(name: str, command: Command, binary: Path, args) -> bool:
     return met
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=6)
+def arguments(doc: str, runs: int) -> argparse.Namespace:
+    """The options of this script and of launcher_parts_check.py (their usage lines)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=runs)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--pause-ms", type=float, default=50.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir")
     parser.add_argument("names", nargs="*", metavar="LAUNCHERS")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__, 6)
     names = args.names or ["sh-exec-c", "sh-python", "npx-typescript", "npx-registry"]
     with tempfile.TemporaryDirectory() as folder:
         binary = Path(folder) / "harness"

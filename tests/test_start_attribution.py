@@ -75,8 +75,9 @@ def test_transport_finding_does_not_fire_on_an_http_server():
 
 
 def _run(handshake, cpu, warmup=False, names=("sh", "python3")):
-    procs = [{"pid": i, "name": n, "exited": False, "cpu_ms": cpu / len(names),
-              "user_ms": cpu / len(names), "system_ms": 0.0} for i, n in enumerate(names)]
+    procs = [{"pid": i, "name": n, "ppid": i - 1, "started_ms": 10.0 * i, "exited": False,
+              "cpu_ms": cpu / len(names), "user_ms": cpu / len(names), "system_ms": 0.0}
+             for i, n in enumerate(names)]
     figures = {key: 0 for key in usage.FIGURES}
     return {"handshake": handshake, "warmup": warmup,
             "usage": {**figures, "cpu_ms": cpu, "user_ms": cpu, "read_bytes": 4096,
@@ -93,8 +94,36 @@ def test_start_usage_block_medians_share_and_processes_by_name():
     assert block["cpu_share"] == 0.2  # median of 0.8, 0.2, 0.1
     assert block["waiting_share"] == 0.8
     assert block["processes"] == [
-        {"name": "sh", "runs": 2, "cpu_ms": 30.0, "user_ms": 30.0, "system_ms": 0.0},
-        {"name": "python3", "runs": 3, "cpu_ms": 20.0, "user_ms": 20.0, "system_ms": 0.0}]
+        {"name": "sh", "runs": 2, "cpu_ms": 30.0, "user_ms": 30.0, "system_ms": 0.0,
+         "wall_ms": 10.0},
+        {"name": "python3", "runs": 3, "cpu_ms": 20.0, "user_ms": 20.0, "system_ms": 0.0,
+         "wall_ms": 100.0}]  # median of 90, 190, 100
+
+
+def _proc(pid, name, ppid, started_ms, exited=False):
+    return {"pid": pid, "name": name, "ppid": ppid, "started_ms": started_ms, "exited": exited}
+
+
+def test_launcher_line_parts_run_from_each_start_to_the_next_and_sum_to_the_start():
+    procs = [_proc(10, "npm exec", 1, 0.0), _proc(11, "node", 10, 90.0, exited=True),
+             _proc(12, "sh", 10, 300.0), _proc(13, "node", 12, 310.0)]
+    assert usage.line_parts(procs, 800.0) == {10: 300.0, 12: 10.0, 13: 490.0}
+    # started in the same tick as its parent: the deeper one is the server
+    assert usage.line_parts(procs[:3] + [_proc(13, "node", 12, 300.0)], 800.0) == {
+        10: 300.0, 12: 0.0, 13: 500.0}
+    # a child the server started after the answer is not in the line
+    assert usage.line_parts(procs + [_proc(14, "node", 13, 900.0)], 800.0)[13] == 490.0
+    assert usage.line_parts([_proc(10, "sh", 1, 0.0, exited=True)], 800.0) == {}
+    # the launcher was gone before it was seen: the first part runs from the spawn
+    assert usage.line_parts([_proc(13, "node", 1, 310.0)], 800.0) == {13: 800.0}
+    # per command name, a run's parts of one name are summed: node 210 + 490
+    line = [{**p, **dict.fromkeys(usage.FIGURES, 0.0)}
+            for p in procs[:1] + [_proc(11, "node", 10, 90.0), _proc(12, "sh", 11, 300.0),
+                                  _proc(13, "node", 12, 310.0)]]
+    block = usage.block([{"handshake": 800.0, "warmup": False,
+                          "usage": {**dict.fromkeys(usage.FIGURES, 0.0), "processes": line}}])
+    assert [(p["name"], p["wall_ms"]) for p in block["processes"]] == [
+        ("npm exec", 90.0), ("node", 700.0), ("sh", 10.0)]
 
 
 def _server() -> dict:
@@ -112,7 +141,7 @@ def test_rows_why_and_hyperfine_show_the_breakdown():
     assert cell(server, ROW_BY_PATH["imports.other_transport"]).startswith(
         "12.0 ms (24.0% of the profiled start): framework, zq-wire")
     text = why({"servers": [server]}, "py")
-    assert "sh: 25.0 (user 25.0 + system 0.00; 2 runs)" in text
+    assert "sh: 25.0 (user 25.0 + system 0.00; wall 10.0; 2 runs)" in text
     assert "imported for another transport: 12.0 ms" in text
     doc = {"servers": [server], "environment": {"hostname": "h"}}
     (result,) = series([doc])

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from mcpstart.command import Command
-from mcpstart.measure import imports
+from mcpstart.measure import imports, usage
 from mcpstart.measure.profiled import profiled_start
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
@@ -34,12 +34,16 @@ def test_burning_fake_reads_as_cpu_and_sleeping_fake_as_waiting():
 
 
 def test_a_shell_in_front_is_its_own_part_of_the_chain():
-    found, _ = _usage(["sh", "-c", f"{sys.executable} {FAKE} --burn-user 0.2; :"])
+    found, handshake = _usage(["sh", "-c", f"{sys.executable} {FAKE} --burn-user 0.2; :"])
     names = [p["name"] for p in found["processes"]]
     assert names[0] == "sh" and any(imports.PYTHON.fullmatch(n) for n in names[1:])
     python = next(p for p in found["processes"] if imports.PYTHON.fullmatch(p["name"]))
     assert python["user_ms"] >= 200 > found["processes"][0]["cpu_ms"]
     assert sum(p["cpu_ms"] for p in found["processes"]) == pytest.approx(found["cpu_ms"])
+    parts = usage.line_parts(found["processes"], handshake)  # wall: sh until python started
+    assert list(parts) == [found["processes"][0]["pid"], python["pid"]]
+    assert sum(parts.values()) == pytest.approx(handshake)
+    assert parts[python["pid"]] >= 200 and parts[found["processes"][0]["pid"]] <= 50
 
 
 @pytest.mark.untimed  # a package named, not a timing

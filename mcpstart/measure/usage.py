@@ -103,30 +103,65 @@ def at_answer(processes: ProcessSet | None) -> dict | None:
     """The tree's usage so far, called right after the cold start's last answer.
 
     Returns:
-        ``{FIGURES..., processes: [{pid, name, exited, FIGURES...}]}`` (ms, counts, bytes):
-        the sums over the processes, each process by its command name (``comm``) in the
-        order found; a sum is None when a process's figure is unknown (read_bytes without
-        I/O accounting), except user and system, summed over the processes where they are
-        known (so they may fall short of cpu_ms by less than a tick per process). None where the transport spawned nothing (an endpoint), and under the portable process layer
-        (platforms.NOT_MEASURED).
+        ``{FIGURES..., processes: [{pid, name, ppid, started_ms, exited, FIGURES...}]}`` (ms,
+        counts, bytes): the sums over the processes, each process by its command name
+        (``comm``) in the order found, with its parent when found and its start after the
+        spawned process's (ms, to one clock tick: proc(5) ``starttime``); a sum is None when
+        a process's figure is unknown (read_bytes without I/O accounting), except user and
+        system, summed over the processes where they are known (so they may fall short of
+        cpu_ms by less than a tick per process). None where the transport spawned nothing
+        (an endpoint), and under the portable process layer (platforms.NOT_MEASURED).
     """
     if processes is None or platforms.current() == "portable":
         return None
+
+    def found(record: dict, exited: bool) -> dict:
+        origin = processes.origin(record["pid"])
+        started = (None if processes.spawned_at is None else
+                   (origin["started"] - processes.spawned_at) * 1000)
+        return {"pid": record["pid"], "name": record["name"], "ppid": origin["ppid"],
+                "started_ms": started, "exited": exited}
+
     rows = []
     for proc in processes.scan():  # collects the exits first, reaping mcpstart's own children
         figures = live_usage(proc.pid)
         if figures is not None:
-            rows.append({"pid": proc.pid, "name": processes.info(proc.pid)["name"],
-                         "exited": False, **figures})
-    for pid, record in processes.exited.items():
+            rows.append({**found(processes.info(proc.pid), False), **figures})
+    for record in processes.exited.values():
         if record.get("usage") is not None:
-            rows.append({"pid": pid, "name": record["name"], "exited": True, **record["usage"]})
+            rows.append({**found(record, True), **record["usage"]})
     totals = {key: (None if any(r[key] is None for r in rows) else sum(r[key] for r in rows))
               for key in FIGURES}
     for key in ("user_ms", "system_ms"):  # known where a process ran for a tick at least
         known = [r[key] for r in rows if r[key] is not None]
         totals[key] = sum(known) if known else None
     return {**totals, "processes": rows}
+
+
+def line_parts(procs: list[dict], handshake: float) -> dict[int, float]:
+    """The launcher line's wall parts of one start (ms by pid, summing to ``handshake``).
+
+    The line is the server, the youngest process alive at the answer (of two started in the
+    same clock tick, the one deeper in the tree), and its ancestors among ``procs`` (at_answer's
+    rows), oldest first. Each part runs from its process's start to the next one's, the last
+    to the answer, the first from the spawn: "npm exec 300 ms, sh 10 ms, node 450 ms". A
+    process's start is read to one clock tick (proc(5) ``starttime``), so a part is within a
+    tick of its wall span. Empty when no process was alive at the answer."""
+    by_pid = {p["pid"]: p for p in procs}
+
+    def ancestors(proc: dict) -> list[dict]:
+        line = [proc]
+        while line[-1]["ppid"] in by_pid and by_pid[line[-1]["ppid"]] not in line:
+            line.append(by_pid[line[-1]["ppid"]])
+        return line
+
+    live = [p for p in procs if not p["exited"] and p["started_ms"] is not None
+            and p["started_ms"] <= handshake]
+    if not live:
+        return {}
+    line = ancestors(max(live, key=lambda p: (p["started_ms"], len(ancestors(p)))))[::-1]
+    bounds = [0.0] + [p["started_ms"] for p in line[1:]] + [handshake]
+    return {p["pid"]: bounds[i + 1] - bounds[i] for i, p in enumerate(line)}
 
 
 def _compact(values: list[float], warmups: list[float]) -> dict:
@@ -141,13 +176,15 @@ def block(runs: list[dict]) -> dict | None:
 
     Returns:
         ``{window, FIGURES: {n, median, mean, min, max, samples, warmup_samples},
-        cpu_share, waiting_share, processes: [{name, runs, cpu_ms, user_ms, system_ms}]}``:
+        cpu_share, waiting_share, processes: [{name, runs, cpu_ms, user_ms, system_ms,
+        wall_ms}]}``:
         each figure over the counted runs (warm-ups stored apart); ``cpu_share`` the median
         over counted runs of cpu_ms / handshake and ``waiting_share`` 1 minus it (0
         when threads computed in parallel for longer than the wall time); per command name,
         the medians of its CPU times over the runs it ran in (user and system over the runs
-        where they are known: None for a start shorter than one clock tick). None when no
-        run was read.
+        where they are known: None for a start shorter than one clock tick) and of its wall
+        part of the launcher line (``line_parts``, over the runs it was in the line; None
+        when it never was, such as a helper that exited). None when no run was read.
     """
     read = [r for r in runs if r.get("usage") is not None and r.get("handshake") is not None]
     if not read:
@@ -166,14 +203,18 @@ def block(runs: list[dict]) -> dict | None:
     names: dict[str, list[dict]] = {}
     for run in counted:
         per_run: dict[str, dict] = {}
+        parts = line_parts(run["usage"]["processes"], run["handshake"])
         for proc in run["usage"]["processes"]:
-            sums = per_run.setdefault(proc["name"], dict.fromkeys(CPU, 0.0))
+            sums = per_run.setdefault(proc["name"],
+                                      {**dict.fromkeys(CPU, 0.0), "wall_ms": None})
             for key in CPU:
                 sums[key] = None if None in (sums[key], proc[key]) else sums[key] + proc[key]
+            if proc["pid"] in parts:
+                sums["wall_ms"] = (sums["wall_ms"] or 0.0) + parts[proc["pid"]]
         for name, sums in per_run.items():
             names.setdefault(name, []).append(sums)
     out["processes"] = [{"name": name, "runs": len(seen),
-                         **{key: _median([s[key] for s in seen]) for key in CPU}}
+                         **{key: _median([s[key] for s in seen]) for key in (*CPU, "wall_ms")}}
                         for name, seen in names.items()]
     return out
 

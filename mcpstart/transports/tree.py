@@ -139,6 +139,7 @@ class ProcessSet:
         self.left_group: set[int] = set()
         self._pidfds: dict[int, int] = {}
         self._info: dict[int, dict] = {}
+        self._origins: dict[int, dict] = {}
         self._gone: set[tuple[int, float]] = set()
         self._subreaper = is_subreaper()
         _SPAWNED.add(leader)
@@ -209,6 +210,7 @@ class ProcessSet:
             return
         self._info[proc.pid] = {"pid": proc.pid, "name": _quietly(proc.name, ""),
                                 "cmdline": _quietly(proc.cmdline, [])}
+        self._origins[proc.pid] = {"started": key[1], "ppid": _quietly(proc.ppid, None)}
         self.members[proc.pid] = proc
         self._pidfds[proc.pid] = fd
 
@@ -223,6 +225,11 @@ class ProcessSet:
     def info(self, pid: int) -> dict:
         """``{pid, name, cmdline}`` of a member as it was when found."""
         return self._info[pid]
+
+    def origin(self, pid: int) -> dict:
+        """``{started, ppid}`` of a member, live or exited: its start time in psutil's clock
+        (seconds, to one clock tick) and its parent when found."""
+        return self._origins[pid]
 
     # ----- exits -----------------------------------------------------------------------
     def _collect_exits(self, timeout_s: float, pipes=None) -> int | None:

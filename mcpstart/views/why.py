@@ -40,10 +40,12 @@ def why(doc: dict, name: str | None = None) -> str:
                      f"{dig(usage, 'voluntary_switches.median'):g}, involuntary "
                      f"{dig(usage, 'involuntary_switches.median'):g}; read from storage "
                      f"{_bytes(dig(usage, 'read_bytes.median'))}")
-        lines.append("  processes (CPU ms, median, by command name):")
+        lines.append("  processes (CPU ms, median, by command name; wall: its part of the "
+                     "launcher line):")
         lines += [f"    {p['name']}: {fmt_ms(p['cpu_ms'])} ("
                   + ("" if p["user_ms"] is None else
                      f"user {fmt_ms(p['user_ms'])} + system {fmt_ms(p['system_ms'])}; ")
+                  + ("" if p.get("wall_ms") is None else f"wall {fmt_ms(p['wall_ms'])}; ")
                   + f"{p['runs']} runs)" for p in usage["processes"]]
     imports = row.get("imports")
     if imports:
