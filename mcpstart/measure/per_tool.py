@@ -119,10 +119,11 @@ def _warm_call(session, call, timeout_s: float) -> float | None:
 
 
 def _warm_session(transport, settings: Settings, call) -> float | None:
-    """One uncounted full session calling ``call``: the call's ms, None when an HTTP error
-    status failed it (settle.warm_up's ``once``)."""
+    """One uncounted full session calling ``call``: the session's ms (initialize to DELETE:
+    what the warm-up's time bound bounds), None when an HTTP error status failed it
+    (settle.warm_up's ``once``)."""
     try:
-        return one_session(transport, settings, call)[2]["tools/call"]
+        return one_session(transport, settings, call)[0]
     except HttpStatusError:
         transport.end_session(settings.timeout_s)
         return None

@@ -4,8 +4,8 @@ made from FIRST on (n = 2 FIRST, 4 FIRST, ...) the median of the later half, cal
 [n/2, n), is compared with that of the quarter before it, [n/4, n/2); the times have stopped
 falling when it is not more than FALL below it at SETTLED doublings in a row. A bound ends
 the warm-up unsettled (``settled`` false, a warning on the row: warnings.unsettled): MAX_CALLS
-calls, or MAX_MS of the calls' own answer times; so does a call that failed (an HTTP error
-status), at once.
+calls, or MAX_MS of the calls' own times (as ``once`` gives them); so does a call that
+failed (an HTTP error status), at once.
 
 A server that is warm at once (C, Go, Rust) stops at the minimum, 2^SETTLED * FIRST calls; a
 JIT runtime (HotSpot compiles a method in tiers after hundreds to thousands of invocations,
