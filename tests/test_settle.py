@@ -58,15 +58,15 @@ class Falling(Curve):
         return 300.0 / (k + 1) ** 0.5
 
 
-def measured(script) -> ServerResult:
+def measured(script):
+    """The results of measuring a ``script`` server with the pair workload (its row ok)."""
     settings = fast(runs=1, warmup=0, round_trips=20, http_sessions=0, load_s=0,
                     workload=PAIR, call=PAIR.calls[0], spawner=Spawner({"pair": script}))
     results = run.measure([Server(ServerResult("pair"), Command(["pair"]))], settings,
                           ["mcpstart", "measure"], {})
     validate(results.to_dict())
-    row = results.servers[0]
-    assert row.status == "ok", row.reason
-    return row
+    assert results.servers[0].status == "ok", results.servers[0].reason
+    return results
 
 
 def unsettled(row: ServerResult) -> list[str]:
@@ -74,7 +74,7 @@ def unsettled(row: ServerResult) -> list[str]:
 
 
 def test_a_server_whose_times_fall_then_flatten_is_warmed_until_flat():
-    row = measured(Warming)
+    row = measured(Warming).servers[0]
     for tool in row.workload["tools"].values():
         # falling at every doubling up to 160 ([80, 160) at 1 ms against ~4.6 ms); 320
         # and 640 do not fall: settled
@@ -84,7 +84,7 @@ def test_a_server_whose_times_fall_then_flatten_is_warmed_until_flat():
 
 
 def test_a_server_warm_at_once_stops_at_the_minimum():
-    row = measured(Flat)
+    row = measured(Flat).servers[0]
     minimum = 2 ** settle.SETTLED * settle.FIRST
     assert [t["warmup"] for t in row.workload["tools"].values()] == [
         {"calls": minimum, "settled": True}] * 2
@@ -92,7 +92,8 @@ def test_a_server_warm_at_once_stops_at_the_minimum():
 
 
 def test_times_that_never_stop_falling_end_at_a_bound_with_a_warning():
-    row = measured(Falling)
+    results = measured(Falling)
+    row = results.servers[0]
     # the answer-time bound: the sum of 300 / sqrt(k) ms over the calls reaches 10 s at 303
     calls = next(k for k in range(1, settle.MAX_CALLS)
                  if sum(300.0 / i ** 0.5 for i in range(1, k + 1)) >= settle.MAX_MS)
