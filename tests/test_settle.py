@@ -7,6 +7,7 @@ from mcpstart.command import Command
 from mcpstart.measure import run, settle
 from mcpstart.measure.server import Server
 from mcpstart.results import ServerResult, validate
+from mcpstart.views.per_tool import workload_section
 
 from conftest import fast
 from scripted import GoodServer, Spawner
@@ -101,6 +102,8 @@ def test_times_that_never_stop_falling_end_at_a_bound_with_a_warning():
     for tool in row.workload["tools"].values():
         assert tool["warmup"] == {"calls": calls, "settled": False}
     assert unsettled(row) == ["workload.tools.now.warm_ms", "workload.tools.count.warm_ms"]
+    lines = workload_section(results.to_dict(), None)
+    assert sum(f"after {calls} warm-up calls (unsettled)" in line for line in lines) == 2
 
 
 def test_the_call_bound_and_a_failed_call_end_it_unsettled():
