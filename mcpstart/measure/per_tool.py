@@ -3,11 +3,11 @@ block ``{shape, tools: {NAME: {warm_ms, warmup, cold_first_call_ms}}, initialize
 
 - ``warm_ms``: ``settings.round_trips`` counted calls of each tool, one in flight, after
   uncounted ones until their times stop falling (settle.py; ``warmup``: ``{calls,
-  settled}``, and a warning when a bound ended it unsettled), on a server started for them after the tool session: over stdio,
-  and over HTTP with the shape "shared", on one session (warm.round_trips); over HTTP with
-  the shape "per-call", each call in a full session of its own (initialize,
-  notifications/initialized, the call, DELETE: session_cost.one_session), the call's own
-  time, the sessions' initialize times making ``initialize_ms`` (the reference the shared
+  settled}``, and a warning when a bound ended it unsettled), on a server started for them
+  after the tool session: over stdio, and over HTTP with the shape "shared", on one session
+  (warm.round_trips); over HTTP with the shape "per-call", each call in a full session of
+  its own (initialize, notifications/initialized, the call, DELETE:
+  session_cost.one_session), the call's own time, the sessions' initialize times making ``initialize_ms`` (the reference the shared
   floor rule, shared_floor.py, compares the tools with);
 - ``cold_first_call_ms`` (stdio): per tool, cold starts whose first call is that tool
   (cold.cold_start with that call: spawn to its answer, by settings.PHASE_RULE), in the run
