@@ -85,6 +85,9 @@ class Kind(StrEnum):
     SHARED_FLOOR = "shared_floor"
     """tools doing different work answer in one common time far above initialize (a cost
     common to every call; near 40 ms, likely Nagle's algorithm meeting delayed ACKs)."""
+    WARMUP_UNSETTLED = "warmup_unsettled"
+    """a per-tool warm series' warm-up ended before the tool's times stopped falling (a bound
+    or a failed call: measure/settle.py); its counted calls may not be warm."""
     CLIENTS_DISAGREE = "clients_disagree"
     """a message that some official SDKs' clients refuse and others read (measured as read)."""
 
@@ -311,6 +314,16 @@ def shared_floor(metric: str, hit: dict) -> dict:
                    "ACKs (a likely cause: a response written in more than one small write "
                    "without TCP_NODELAY waits for the client's delayed ACK, 40 ms on Linux)")
     return warning(Kind.SHARED_FLOOR, detail, metric)
+
+
+def unsettled(metric: str, warmup: dict, max_calls: int, max_ms: float) -> dict:
+    """``warmup``: measure/settle.warm_up's ``{calls, settled}`` (settled false); its bounds
+    ``max_calls`` and ``max_ms`` (ms)."""
+    return warning(Kind.WARMUP_UNSETTLED,
+                   f"the warm-up ended after {warmup['calls']} uncounted calls before their "
+                   f"times stopped falling (its bounds: {max_calls} calls, {max_ms / 1000:g} s "
+                   "of answer time, or a failed call): the counted calls may not be warm yet",
+                   metric)
 
 
 # ---- compare (views/compare.py) ----------------------------------------------------------

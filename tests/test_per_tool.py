@@ -153,8 +153,9 @@ def test_the_table_and_the_per_tool_plot_show_each_tool():
                        spawner=Spawner({"pair": PairServer}))
     text = table(results)
     assert "Per tool: workload pair" in text and "shape shared" in text
-    assert "  - now, warm: 1.00 / 1.00 / - ms (n=20); cold first call" in text
-    assert "  - count, warm: 3.00 / 3.00 / - ms (n=20)" in text
+    assert "  - now, warm: 1.00 / 1.00 / - ms (n=20) after 80 warm-up calls; cold first call" \
+        in text
+    assert "  - count, warm: 3.00 / 3.00 / - ms (n=20) after 80 warm-up calls;" in text
     require_modules("matplotlib", extra="plot")
     from mcpstart.views.plot import available, figure
 

@@ -1,12 +1,13 @@
 """A workload's per-tool figures (workload.py; docs/workloads.md), in the row's ``workload``
-block ``{shape, tools: {NAME: {warm_ms, cold_first_call_ms}}, initialize_ms}``:
+block ``{shape, tools: {NAME: {warm_ms, warmup, cold_first_call_ms}}, initialize_ms}``:
 
-- ``warm_ms``: ``settings.round_trips`` counted calls of each tool (after WARMUP uncounted
-  ones), one in flight, on a server started for them after the tool session: over stdio,
-  and over HTTP with the shape "shared", on one session (warm.round_trips); over HTTP with
-  the shape "per-call", each call in a full session of its own (initialize,
-  notifications/initialized, the call, DELETE: session_cost.one_session), the call's own
-  time, the sessions' initialize times making ``initialize_ms`` (the reference the shared
+- ``warm_ms``: ``settings.round_trips`` counted calls of each tool, one in flight, after
+  uncounted ones until their times stop falling (settle.py; ``warmup``: ``{calls,
+  settled}``, and a warning when a bound ended it unsettled), on a server started for them
+  after the tool session: over stdio, and over HTTP with the shape "shared", on one session
+  (warm.round_trips); over HTTP with the shape "per-call", each call in a full session of
+  its own (initialize, notifications/initialized, the call, DELETE:
+  session_cost.one_session), the call's own time, the sessions' initialize times making ``initialize_ms`` (the reference the shared
   floor rule, shared_floor.py, compares the tools with);
 - ``cold_first_call_ms`` (stdio): per tool, cold starts whose first call is that tool
   (cold.cold_start with that call: spawn to its answer, by settings.PHASE_RULE), in the run
@@ -22,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import warnings as warn
 from ..results import ServerResult
 from ..stats import latency, summarize_runs
 from ..transports.session import Exited, NoAnswer, SessionError
 from ..wire import initialize_request
-from . import spawn
+from . import settle, spawn
 from .client import (HttpStatusError, SeriesErrors, Skips, chosen_call, initialize_result,
                      list_tools)
 from .cold import cold_start
@@ -36,16 +38,13 @@ from .settings import Settings
 from .steps import Say
 from .warm import round_trips
 
-WARMUP = 5
-"""Uncounted calls of each tool before its counted ones (a first call's own code paths, a
-JIT's compilation, are not a warm figure)."""
-
 
 def block(row: ServerResult, settings: Settings) -> dict:
     """The row's ``workload`` block, made empty (every figure null) on first use."""
     if row.workload is None:
         row.workload = {"shape": settings.workload.shape, "initialize_ms": None,
-                        "tools": {c.name: {"warm_ms": None, "cold_first_call_ms": None}
+                        "tools": {c.name: {"warm_ms": None, "warmup": None,
+                                           "cold_first_call_ms": None}
                                   for c in settings.workload.calls}}
     return row.workload
 
@@ -78,13 +77,19 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
             errors = SeriesErrors()
             try:
                 chosen_call(call, listing)  # a tool it does not list, or arguments missing
+                warmup = settle.warm_up(
+                    (lambda: _warm_session(session.transport, settings, call)) if per_call
+                    else (lambda: _warm_call(session, call, settings.timeout_s)))
+                found["tools"][call.name]["warmup"] = warmup
+                if not warmup["settled"]:
+                    server.row.warnings.append(
+                        warn.unsettled(f"workload.tools.{call.name}.warm_ms", warmup,
+                                       settle.MAX_CALLS, settle.MAX_MS))
                 if per_call:
                     times = _sessions(session.transport, settings, call, errors)
                     inits += [t["initialize"] for t in times]
                     figure = latency([t["tools/call"] for t in times])
                 else:
-                    for _ in range(WARMUP):
-                        round_trips(session, call, 1, settings.timeout_s)
                     figure = round_trips(session, call, settings.round_trips,
                                          settings.timeout_s, errors)
                     figure = {**latency(figure["samples"]),
@@ -104,28 +109,45 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
         found["initialize_ms"] = latency(inits) if inits else None
 
 
+def _warm_call(session, call, timeout_s: float) -> float | None:
+    """One uncounted call on the warm session: its ms, None when an HTTP error status failed
+    it (settle.warm_up's ``once``)."""
+    try:
+        return round_trips(session, call, 1, timeout_s)["samples"][0]
+    except HttpStatusError:
+        return None
+
+
+def _warm_session(transport, settings: Settings, call) -> float | None:
+    """One uncounted full session calling ``call``: the session's ms (initialize to DELETE:
+    what the warm-up's time bound bounds), None when an HTTP error status failed it
+    (settle.warm_up's ``once``)."""
+    try:
+        return one_session(transport, settings, call)[0]
+    except HttpStatusError:
+        transport.end_session(settings.timeout_s)
+        return None
+
+
 def _sessions(transport, settings: Settings, call, errors: SeriesErrors) -> list[dict]:
-    """WARMUP uncounted then ``settings.round_trips`` counted full sessions calling ``call``
-    (session_cost.one_session): each counted one's ``{initialize, tools/call}`` ms; a
-    session an HTTP error status failed is counted in ``errors`` and left out.
+    """``settings.round_trips`` counted full sessions calling ``call``
+    (session_cost.one_session): each one's ``{initialize, tools/call}`` ms; a session an HTTP
+    error status failed is counted in ``errors`` and left out.
 
     Raises:
         SessionError: as one_session (an HTTP error status only when every session got one).
     """
     times = []
-    for index in range(WARMUP + settings.round_trips):
+    for _ in range(settings.round_trips):
         try:
             _, _, parts = one_session(transport, settings, call)
         except HttpStatusError as err:
             transport.end_session(settings.timeout_s)
-            if index < WARMUP:
-                continue
             errors.count(err)
             if errors.total == settings.round_trips:
                 raise
             continue
-        if index >= WARMUP:
-            times.append(parts)
+        times.append(parts)
     return times
 
 

@@ -1,6 +1,6 @@
 """A workload's per-tool figures in words, a section under the table per results file
-(docs/workloads.md): per server, ``initialize`` and each tool warm (p50 / p95 / p99), each
-tool's cold first call, and under load the per-request breakdown of each scenario with the
+(docs/workloads.md): per server, ``initialize`` and each tool warm (p50 / p95 / p99, after
+how many warm-up calls, whether they settled), each tool's cold first call, and under load the per-request breakdown of each scenario with the
 server's CPU and peak RSS."""
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def workload_section(doc: dict, label: str | None) -> list[str]:
         if isinstance(block.get("initialize_ms"), dict):
             lines.append(f"  - initialize, warm: {_latency(block['initialize_ms'])}")
         for name, tool in (block.get("tools") or {}).items():
-            cold = dig(tool, "cold_first_call_ms.median")
+            cold, warmup = dig(tool, "cold_first_call_ms.median"), tool.get("warmup")
             lines.append(f"  - {name}, warm: {_latency(tool.get('warm_ms'))}"
+                         + ("" if not isinstance(warmup, dict) else
+                            f" after {warmup.get('calls')} warm-up calls"
+                            + ("" if warmup.get("settled") else " (unsettled)"))
                          + ("" if cold is None else
                             f"; cold first call {_ms(cold)} ms (median of "
                             f"{dig(tool, 'cold_first_call_ms.n')})"))
