@@ -1,6 +1,6 @@
 """Are mcpstart's per-tool warm figures the server's? Each tool of a workload called warm by
-mcpstart's per-tool step (measure/per_tool.py ``warm``: WARMUP uncounted calls, then the
-counted ones, over mcpstart's stdio or HTTP transport) and by a plain client
+mcpstart's per-tool step (measure/per_tool.py ``warm``: uncounted calls until their times stop
+falling, measure/warmup.py, then the counted ones, over mcpstart's stdio or HTTP transport) and by a plain client
 (benchmarks/raw_mcp.py: pipes and a buffered readline, or a plain socket on a kept-alive
 connection; no mcpstart code on the timed path), the same calls in the same shape: on one
 session, or over HTTP with the shape "per-call" each in a full session of its own, timed from
@@ -36,7 +36,7 @@ import raw_mcp
 from checks import header, load_average, reference_builds, verdict
 from mcpstart.command import Command
 from mcpstart.endpoint import ENDPOINT
-from mcpstart.measure import mock_api, per_tool
+from mcpstart.measure import mock_api, per_tool, warmup
 from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
@@ -74,17 +74,18 @@ def plain_round(transport: str, command, settings: Settings,
     plain = raw_mcp.client(command, transport) if port is None else raw_mcp.Http(port=port)
     with plain:
         for call in workload.calls:
-            params, times = call.params(SMALL_TEXT), []
-            for index in range(per_tool.WARMUP + settings.round_trips):
+            params = call.params(SMALL_TEXT)
+
+            def once() -> float:
                 if per_call:
                     plain.end_session()
                     plain.open_session()
                 answer = plain.request("tools/call", params)
                 if "error" in answer.message or answer.message["result"].get("isError"):
                     raise RuntimeError(f"plain client: {call.name}: {answer.message}")
-                if index >= per_tool.WARMUP:
-                    times.append(answer.ms)
-            out[call.name] = times
+                return answer.ms
+            warmup.warm_up(once)  # the rule mcpstart's step follows, on the plain client's times
+            out[call.name] = [once() for _ in range(settings.round_trips)]
     return out
 
 

@@ -87,7 +87,7 @@ class Kind(StrEnum):
     common to every call; near 40 ms, likely Nagle's algorithm meeting delayed ACKs)."""
     WARMUP_UNSETTLED = "warmup_unsettled"
     """a per-tool warm series' warm-up ended before the tool's times stopped falling (a bound
-    or a failed call: measure/settle.py); its counted calls may not be warm."""
+    or a failed call: measure/warmup.py); its counted calls may not be warm."""
     CLIENTS_DISAGREE = "clients_disagree"
     """a message that some official SDKs' clients refuse and others read (measured as read)."""
 
@@ -317,7 +317,7 @@ def shared_floor(metric: str, hit: dict) -> dict:
 
 
 def unsettled(metric: str, warmup: dict, max_calls: int, max_ms: float) -> dict:
-    """``warmup``: measure/settle.warm_up's ``{calls, settled}`` (settled false); its bounds
+    """``warmup``: measure/warmup.warm_up's ``{calls, settled}`` (settled false); its bounds
     ``max_calls`` and ``max_ms`` (ms)."""
     return warning(Kind.WARMUP_UNSETTLED,
                    f"the warm-up ended after {warmup['calls']} uncounted calls before their "

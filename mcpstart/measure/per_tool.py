@@ -2,7 +2,7 @@
 block ``{shape, tools: {NAME: {warm_ms, warmup, cold_first_call_ms}}, initialize_ms}``:
 
 - ``warm_ms``: ``settings.round_trips`` counted calls of each tool, one in flight, after
-  uncounted ones until their times stop falling (settle.py; ``warmup``: ``{calls,
+  uncounted ones until their times stop falling (warmup.py; ``warmup``: ``{calls,
   settled}``, and a warning when a bound ended it unsettled), on a server started for them
   after the tool session: over stdio, and over HTTP with the shape "shared", on one session
   (warm.round_trips); over HTTP with the shape "per-call", each call in a full session of
@@ -28,7 +28,7 @@ from ..results import ServerResult
 from ..stats import latency, summarize_runs
 from ..transports.session import Exited, NoAnswer, SessionError
 from ..wire import initialize_request
-from . import settle, spawn
+from . import spawn, warmup
 from .client import (HttpStatusError, SeriesErrors, Skips, chosen_call, initialize_result,
                      list_tools)
 from .cold import cold_start
@@ -77,14 +77,14 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
             errors = SeriesErrors()
             try:
                 chosen_call(call, listing)  # a tool it does not list, or arguments missing
-                warmup = settle.warm_up(
+                warmed = warmup.warm_up(
                     (lambda: _warm_session(session.transport, settings, call)) if per_call
                     else (lambda: _warm_call(session, call, settings.timeout_s)))
-                found["tools"][call.name]["warmup"] = warmup
-                if not warmup["settled"]:
+                found["tools"][call.name]["warmup"] = warmed
+                if not warmed["settled"]:
                     server.row.warnings.append(
-                        warn.unsettled(f"workload.tools.{call.name}.warm_ms", warmup,
-                                       settle.MAX_CALLS, settle.MAX_MS))
+                        warn.unsettled(f"workload.tools.{call.name}.warm_ms", warmed,
+                                       warmup.MAX_CALLS, warmup.MAX_MS))
                 if per_call:
                     times = _sessions(session.transport, settings, call, errors)
                     inits += [t["initialize"] for t in times]
@@ -111,7 +111,7 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
 
 def _warm_call(session, call, timeout_s: float) -> float | None:
     """One uncounted call on the warm session: its ms, None when an HTTP error status failed
-    it (settle.warm_up's ``once``)."""
+    it (warmup.warm_up's ``once``)."""
     try:
         return round_trips(session, call, 1, timeout_s)["samples"][0]
     except HttpStatusError:
@@ -121,7 +121,7 @@ def _warm_call(session, call, timeout_s: float) -> float | None:
 def _warm_session(transport, settings: Settings, call) -> float | None:
     """One uncounted full session calling ``call``: the session's ms (initialize to DELETE:
     what the warm-up's time bound bounds), None when an HTTP error status failed it
-    (settle.warm_up's ``once``)."""
+    (warmup.warm_up's ``once``)."""
     try:
         return one_session(transport, settings, call)[0]
     except HttpStatusError:

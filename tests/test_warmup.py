@@ -1,10 +1,10 @@
-"""The per-tool warm-up rule (mcpstart/measure/settle.py) on scripted stdio servers whose
+"""The per-tool warm-up rule (mcpstart/measure/warmup.py) on scripted stdio servers whose
 answer times change call by call (virtual clock): a server whose times fall over its first
 calls then flatten is warmed until it is flat, one flat from the start stops at the
 minimum, one whose times never stop falling stops at a bound with a warning."""
 
 from mcpstart.command import Command
-from mcpstart.measure import run, settle
+from mcpstart.measure import run, warmup
 from mcpstart.measure.server import Server
 from mcpstart.results import ServerResult, validate
 from mcpstart.views.per_tool import workload_section
@@ -86,7 +86,7 @@ def test_a_server_whose_times_fall_then_flatten_is_warmed_until_flat():
 
 def test_a_server_warm_at_once_stops_at_the_minimum():
     row = measured(Flat).servers[0]
-    minimum = 2 ** settle.SETTLED * settle.FIRST
+    minimum = 2 ** warmup.SETTLED * warmup.FIRST
     assert [t["warmup"] for t in row.workload["tools"].values()] == [
         {"calls": minimum, "settled": True}] * 2
     assert minimum == 80 and unsettled(row) == []
@@ -96,8 +96,8 @@ def test_times_that_never_stop_falling_end_at_a_bound_with_a_warning():
     results = measured(Falling)
     row = results.servers[0]
     # the answer-time bound: the sum of 300 / sqrt(k) ms over the calls reaches 10 s at 303
-    calls = next(k for k in range(1, settle.MAX_CALLS)
-                 if sum(300.0 / i ** 0.5 for i in range(1, k + 1)) >= settle.MAX_MS)
+    calls = next(k for k in range(1, warmup.MAX_CALLS)
+                 if sum(300.0 / i ** 0.5 for i in range(1, k + 1)) >= warmup.MAX_MS)
     assert calls == 303
     for tool in row.workload["tools"].values():
         assert tool["warmup"] == {"calls": calls, "settled": False}
@@ -108,7 +108,7 @@ def test_times_that_never_stop_falling_end_at_a_bound_with_a_warning():
 
 def test_the_call_bound_and_a_failed_call_end_it_unsettled():
     falling = iter(100.0 / (k + 1) ** 3 for k in range(10 ** 6))  # never flat, tiny times
-    assert settle.warm_up(lambda: next(falling)) == {"calls": settle.MAX_CALLS,
+    assert warmup.warm_up(lambda: next(falling)) == {"calls": warmup.MAX_CALLS,
                                                      "settled": False}
     answers = iter([1.0] * 30 + [None])
-    assert settle.warm_up(lambda: next(answers)) == {"calls": 31, "settled": False}
+    assert warmup.warm_up(lambda: next(answers)) == {"calls": 31, "settled": False}
