@@ -117,7 +117,7 @@ def compare(command, transport: str, reader: list[str] = ("cat",)) -> dict:
     row = ServerResult("check", transport)
     first, again = {}, {}
 
-    def progress(_step: str) -> None:  # the first step after the idle reading: read now
+    def progress(_step: str, *_phase: str) -> None:  # the first step after the idle reading
         if row.memory is not None and not first:
             first.update(read_tree(os.getpid(), reader))
             time.sleep(0.2)
