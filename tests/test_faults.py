@@ -128,6 +128,17 @@ def test_silent_lsp_server_is_diagnosed_not_a_bare_timeout(fake):
     assert "Content-Length (LSP-style) framing" in str(err.value)
 
 
+def test_a_silent_server_is_told_every_wait_the_diagnosis_added_to_the_timeout(fake):
+    """A timeout's cause names each wait after it, so the time a user waited adds up: the
+    listen after stdin was closed and the fresh process's framed ping."""
+    with pytest.raises(SessionError) as err:
+        handshake(fake("--slow-start", "30", "--ignore-eof"), timeout_s=1)
+    diagnosis_s = FAST.waits.diagnosis_s
+    assert (f"no answer to initialize within 1 s (nothing at all on stdout); nothing in the "
+            f"{diagnosis_s:g} s after stdin was closed; nor did a fresh process answer a "
+            f"Content-Length framed ping in {min(1, 2 * diagnosis_s):g} s") in str(err.value)
+
+
 # 5. large results in pieces, stderr flood
 def test_large_chunked_result_with_stderr_flood(fake):
     row, _, error = session_row(fake("--chunked", "--stderr-bytes", str(1 << 20)), 30,

@@ -577,7 +577,7 @@ class Session:
         try:
             late = self._serve(request_id, self.transport.clock() + self.waits.diagnosis_s)
         except (SessionError, jsonrpc.MalformedAnswer, FrameTooLong):
-            late = None
+            late = False  # it ended, or wrote what is no answer: not a wait sat out
         if isinstance(late, Response):
             after = f"{self.transport.clock() - timed_out:.1f} s later"
             if not self.transport.framed_by_lines:  # HTTP: no stdin was closed
@@ -589,17 +589,24 @@ class Session:
             return (f"{cause}; the answer came only after stdin was closed: the server does "
                     "not flush stdout after each message (block-buffered output, e.g. "
                     "Python without -u)")
+        after_eof = (f"; nothing in the {self.waits.diagnosis_s:g} s after stdin was closed"
+                     if late == "timeout" and self.transport.framed_by_lines else "")
         if self.traffic.refused:
             cause += ("; it asked mcpstart for " + ", ".join(sorted(self.traffic.refused))
                       + ", answered -32601 (method not found: mcpstart declares no client "
                       "capabilities), and may be waiting on that")
         if self.transport.received_bytes == 0:
             cause += f" ({self.transport.silence()})"
+        cause += after_eof
+        if self.transport.received_bytes == 0:
             framing = _probe_lsp_framing(self.transport.fresh(),
                                          min(timeout_s, self.waits.diagnosis_s * 2)
                                          ) if self.transport.framed_by_lines else None
             if framing:
                 return f"{cause}; a fresh process answered a Content-Length framed ping: {framing}"
+            if framing is None and self.transport.framed_by_lines:
+                cause += (f"; nor did a fresh process answer a Content-Length framed ping in "
+                          f"{min(timeout_s, self.waits.diagnosis_s * 2):g} s")
         return self._with_stderr(cause)
 
     # ----- shutdown ----------------------------------------------------------------------

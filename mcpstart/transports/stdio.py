@@ -174,6 +174,7 @@ class StdioTransport(Transport):
         self._stdin, self._stdout, self._stderr = prepared.parent_fds
         self._pending_out = Outbox()
         self._stdin_close_requested = False
+        self._input_ended_ns: int | None = None
         self._lines = LineBuffer()
         self._buffer = bytearray(READ_CHUNK)
         self._stderr_tail: deque[bytes] = deque()
@@ -285,6 +286,8 @@ class StdioTransport(Transport):
 
     def end_input(self) -> None:
         """Close the server's stdin once the queued bytes are written (EOF for the server)."""
+        if self._input_ended_ns is None:
+            self._input_ended_ns = time.perf_counter_ns()
         self._stdin_close_requested = True
         self._flush()
 
@@ -468,16 +471,18 @@ class StdioTransport(Transport):
         pipes are drained meanwhile so a server writing at exit never blocks; then every pipe
         end and pidfd is closed.
 
-        ``Ended.ms`` runs from closing stdin to the moment the last process exited, as a
-        pidfd reported it (resolution: one poll wake-up, well under 0.1 ms); ``how`` is
+        Stdin closed earlier (a timeout's diagnosis closes it) counts as the first step: the
+        wait after it is what is left of ``grace_s``. ``Ended.ms`` runs from closing stdin to
+        the moment the last process exited, as a pidfd reported it (resolution: one poll wake-up, well under 0.1 ms); ``how`` is
         "already_exited" (ms 0) when no process of the server was left to end.
         """
         processes = self.processes
         alive = [p.pid for p in processes.scan()]
-        start = time.perf_counter_ns()
         self.end_input()
-        how, last = ("eof", processes.wait_gone(grace_s, self)) if alive else \
-            ("already_exited", start)
+        start = self._input_ended_ns  # stdin may have been closed before (a timeout's diagnosis)
+        had_s = (time.perf_counter_ns() - start) / 1e9  # the grace it has had since
+        how, last = ("eof", processes.wait_gone(max(0.0, grace_s - had_s), self)) if alive \
+            else ("already_exited", start)
         ended = escalate(processes, self.pid, alive, start, how, last, grace_s, kill_wait_s,
                          self)
         self.close()
