@@ -132,3 +132,31 @@ def test_a_redirect_that_cannot_be_followed_fails_at_once_naming_status_and_loca
         assert all(w in row.reason for w in words), (script, row.reason)
         assert longest_life_s(made) < 1
         assert len(made[0].requests) <= 2  # followed at most once
+
+
+class DropsEverySecondCall(HttpGood):
+    """Closes the connection, without a byte of answer, on every second tools/call it reads
+    (a server that drops requests on kept-alive connections)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def http(self, request):
+        if (request.message or {}).get("method") == "tools/call":
+            self.calls += 1
+            if self.calls % 2 == 0:
+                return [Wire("close")]
+        return super().http(request)
+
+
+def test_a_call_sent_again_after_a_kept_alive_connection_closed_is_counted_and_said():
+    """The client sends a request once more when a kept-alive connection closes before any
+    byte of its answer (the server may have closed it idle), never silently: the server may
+    have read it, so the warning says the call may have run twice."""
+    row, made = measured(DropsEverySecondCall)
+    assert row.status == "ok", row.reason
+    again = [w for w in row.warnings if "sent again on a new connection" in str(w["detail"])]
+    assert len(again) == 1 and again[0]["detail"].startswith("tools/call sent again"), said(row)
+    dropped = sum(sum(1 for r in t.requests if (r.message or {}).get("method") == "tools/call")
+                  // 2 for t in made)  # each process's script drops every second call it reads
+    assert f"({dropped} time(s); accepted)" in again[0]["detail"], (dropped, said(row))

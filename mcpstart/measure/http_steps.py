@@ -136,7 +136,7 @@ def _sessions(server: Server, settings: Settings) -> None:
     slope over them; n/a without a tool to call."""
     first = initialize_request(settings.requested_revision)
     with spawn.started([(server.command, first)], server.spawning(settings),
-                       timed=False) as (session,):
+                       timed=False, traffic=server.traffic) as (session,):
         session.transport.listen()  # each session opens its standalone GET stream
         call = _call(session, settings)
         if call is None:
@@ -147,7 +147,8 @@ def _sessions(server: Server, settings: Settings) -> None:
         processes = (transport.processes.scan() if transport.processes is not None
                      else listener_processes(transport.endpoint))
         errors = SeriesErrors()
-        costs, leak = session_costs(transport, settings, call, processes, errors)
+        costs, leak = session_costs(transport, settings, call, processes, errors,
+                                    session.traffic)
     server.row.http["session_ms"], server.row.http["sessions_leak"] = costs, leak
     if errors.total:
         server.row.warnings.append(errors.warning("http.session_ms", settings.http_sessions))

@@ -68,7 +68,8 @@ def warm(server: Server, settings: Settings, say: Say) -> None:
 
 def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> None:
     first = initialize_request(settings.requested_revision)
-    with spawn.started([(server.command, first)], settings, timed=False) as (session,):
+    with spawn.started([(server.command, first)], settings, timed=False,
+                       traffic=server.traffic) as (session,):
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
         listing = list_tools(session, settings.timeout_s)
@@ -78,7 +79,7 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
             try:
                 chosen_call(call, listing)  # a tool it does not list, or arguments missing
                 warmed = warmup.warm_up(
-                    (lambda: _warm_session(session.transport, settings, call)) if per_call
+                    (lambda: _warm_session(session, settings, call)) if per_call
                     else (lambda: _warm_call(session, call, settings.timeout_s)))
                 found["tools"][call.name]["warmup"] = warmed
                 if not warmed["settled"]:
@@ -86,7 +87,7 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
                         warn.unsettled(f"workload.tools.{call.name}.warm_ms", warmed,
                                        warmup.MAX_CALLS, warmup.MAX_MS))
                 if per_call:
-                    times = _sessions(session.transport, settings, call, errors)
+                    times = _sessions(session, settings, call, errors)
                     inits += [t["initialize"] for t in times]
                     figure = latency([t["tools/call"] for t in times])
                 else:
@@ -118,18 +119,18 @@ def _warm_call(session, call, timeout_s: float) -> float | None:
         return None
 
 
-def _warm_session(transport, settings: Settings, call) -> float | None:
+def _warm_session(session, settings: Settings, call) -> float | None:
     """One uncounted full session calling ``call``: the session's ms (initialize to DELETE:
     what the warm-up's time bound bounds), None when an HTTP error status failed it
     (warmup.warm_up's ``once``)."""
     try:
-        return one_session(transport, settings, call)[0]
+        return one_session(session.transport, settings, call, session.traffic)[0]
     except HttpStatusError:
-        transport.end_session(settings.timeout_s)
+        session.transport.end_session(settings.timeout_s)
         return None
 
 
-def _sessions(transport, settings: Settings, call, errors: SeriesErrors) -> list[dict]:
+def _sessions(session, settings: Settings, call, errors: SeriesErrors) -> list[dict]:
     """``settings.round_trips`` counted full sessions calling ``call``
     (session_cost.one_session): each one's ``{initialize, tools/call}`` ms; a session an HTTP
     error status failed is counted in ``errors`` and left out.
@@ -140,9 +141,9 @@ def _sessions(transport, settings: Settings, call, errors: SeriesErrors) -> list
     times = []
     for _ in range(settings.round_trips):
         try:
-            _, _, parts = one_session(transport, settings, call)
+            _, _, parts = one_session(session.transport, settings, call, session.traffic)
         except HttpStatusError as err:
-            transport.end_session(settings.timeout_s)
+            session.transport.end_session(settings.timeout_s)
             errors.count(err)
             if errors.total == settings.round_trips:
                 raise

@@ -19,7 +19,7 @@ import psutil
 from ..stats import summarize
 from ..endpoint import Endpoint, is_loopback
 from ..transports.http import HttpTransport
-from ..transports.session import Session
+from ..transports.session import Session, Traffic
 from ..wire import SMALL_TEXT, ToolCall, client_info
 from .client import HttpStatusError, SeriesErrors, call_tool, initialize_result, tool_error
 from .settings import Settings
@@ -61,18 +61,22 @@ def rss(processes: list[psutil.Process]) -> int | None:
     return total if seen else None
 
 
-def one_session(transport: HttpTransport, settings: Settings, call: ToolCall
-                ) -> tuple[float, int | None, dict[str, float]]:
+def one_session(transport: HttpTransport, settings: Settings, call: ToolCall,
+                traffic: Traffic | None = None) -> tuple[float, int | None, dict[str, float]]:
     """A full session on ``transport``: returns its ms (initialize sent to DELETE answered),
     the DELETE's HTTP status (405: the server keeps sessions until they expire) and
     ``{"initialize": ms, "tools/call": ms}``, each request from going out to its answer
-    (Response.call_ms: the call after the notification's 202, as a client sends it).
+    (Response.call_ms: the call after the notification's 202, as a client sends it). What
+    the session saw that was irregular is added to ``traffic`` (the row's), also when it
+    fails.
 
     Raises:
         SessionError: a request got no usable answer, or the tool reported an error.
     """
     transport.new_session()
     session = Session(transport, settings.waits)
+    if traffic is not None:
+        session.traffic = traffic
     start = transport.now_ns()
     init = session.request("initialize", {
         "protocolVersion": settings.requested_revision, "capabilities": {},
@@ -88,8 +92,8 @@ def one_session(transport: HttpTransport, settings: Settings, call: ToolCall
 
 
 def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
-                  processes: list[psutil.Process],
-                  errors: SeriesErrors) -> tuple[dict, dict | None]:
+                  processes: list[psutil.Process], errors: SeriesErrors,
+                  traffic: Traffic | None = None) -> tuple[dict, dict | None]:
     """``settings.http_sessions`` full sessions (module doc), each calling ``call``. Returns ``(session_ms,
     sessions_leak)``: a stats block in ms (with ``errors``, {total, by_class}, when an HTTP
     error status failed some counted sessions: each counted in ``errors``, the others
@@ -104,7 +108,7 @@ def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
     count = settings.http_sessions
     for _ in range(WARMUP):
         try:
-            one_session(transport, settings, call)
+            one_session(transport, settings, call, traffic)
         except HttpStatusError:  # a warm-up's error, as its time, is not kept
             transport.end_session(settings.timeout_s)
     step = max(count // READINGS, 1)
@@ -112,7 +116,7 @@ def session_costs(transport: HttpTransport, settings: Settings, call: ToolCall,
     times, statuses = [], set()
     for n in range(1, count + 1):
         try:
-            ms, status, _ = one_session(transport, settings, call)
+            ms, status, _ = one_session(transport, settings, call, traffic)
         except HttpStatusError as err:
             errors.count(err)
             if errors.total == count:

@@ -1219,6 +1219,10 @@ class HttpTransport(Transport):
         if exchange.status is None and conn.used > 1 and not exchange.retried:
             exchange.retried = True  # a kept-alive connection the server had just closed:
             self._queue.appendleft(exchange)  # at once on a new one (a dead server refuses it)
+            self._notes.append(f"{_label(exchange)} sent again on a new connection: the server "
+                               "closed a kept-alive connection before any byte of the answer "
+                               "(it may have read the request, so the call may have run "
+                               "twice; its time includes both tries)")
             return
         if self._process_exited(0.1):
             exchange.done = True

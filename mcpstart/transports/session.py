@@ -619,6 +619,8 @@ class Session:
         with interrupts.shielded():
             grace = self.waits.shutdown_grace_s if grace_s is None else grace_s
             self.ended = self.transport.shutdown(grace, self.waits.shutdown_grace_s)
+            for note in self.transport.take_notes():  # those of exchanges no answer was
+                self.traffic.irregular[note] += 1  # awaited by this session (series, DELETEs)
             ended = self.transport.exit()
             if ended is not None and ended.output_open:
                 self.traffic.launcher_exit = warn.launcher_exited(
