@@ -160,3 +160,28 @@ def test_a_call_sent_again_after_a_kept_alive_connection_closed_is_counted_and_s
     dropped = sum(sum(1 for r in t.requests if (r.message or {}).get("method") == "tools/call")
                   // 2 for t in made)  # each process's script drops every second call it reads
     assert f"({dropped} time(s); accepted)" in again[0]["detail"], (dropped, said(row))
+
+
+class Refuses(HttpGood):
+    """Answers every POST with one status (401: credentials needed; 404: no endpoint here)."""
+
+    status = 401
+
+    def http(self, request):
+        return [Wire("bytes", answer(self.status, b"no"))]
+
+
+class NotHere(Refuses):
+    status = 404
+
+
+def test_a_status_that_a_user_can_mend_says_how():
+    """401 names --header, 404 to initialize names --endpoint: the request never reached an
+    MCP endpoint the client may use, and the row fails at once saying what to change."""
+    row, made = measured(Refuses)
+    assert row.status == "failed" and "HTTP 401 Unauthorized: no; the server asks for " \
+        "credentials: send them with --header 'Authorization: ...'" in row.reason, row.reason
+    row, made = measured(NotHere)
+    assert row.status == "failed" and "HTTP 404 Not Found: no; nothing serves MCP at /mcp: " \
+        "give the server's path with --endpoint PATH" in row.reason, row.reason
+    assert longest_life_s(made) < 1

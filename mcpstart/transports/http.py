@@ -1190,7 +1190,8 @@ class HttpTransport(Transport):
             pass
         text = cause or (f"HTTP {status} {exchange.reason}".rstrip()
                          + (f": {said}" if said else " with no body" if status != 202
-                            else " with no answer (a request needs one)"))
+                            else " with no answer (a request needs one)")
+                         + self._hint(exchange))
         if exchange.renews is not None:  # the new session's initialize failed
             renews = exchange.renews
             self._error_answer(renews, woke, f"{_status(renews)} to {renews.method} carrying "
@@ -1200,6 +1201,19 @@ class HttpTransport(Transport):
         message = {"jsonrpc": "2.0", "id": exchange.rpc_id,
                    "error": {"code": code, "message": text, "data": {"http_status": status}}}
         self._frames.append(Frame(jsonrpc.json_bytes(message), woke))
+
+    def _hint(self, exchange: _Exchange) -> str:
+        """What a user can change for a status that says the request never reached an MCP
+        endpoint it may use: 401/403 (credentials: ``--header``), or 404 to an initialize
+        (no endpoint at this path: ``--endpoint``, or the URL's path); else ""."""
+        if exchange.status in (401, 403):
+            return ("; the server asks for credentials: send them with --header "
+                    "'Authorization: ...' (or a config entry's headers)")
+        if exchange.status == 404 and exchange.method == "initialize" \
+                and exchange.renews is None:
+            return (f"; nothing serves MCP at {self.endpoint.path}: give the server's path "
+                    "with --endpoint PATH (or in --url)")
+        return ""
 
     def _end(self, conn: _Connection, cause: str) -> None:
         """The answer ``conn`` carries is evidently not one mcpstart can read: its request
