@@ -211,8 +211,8 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
 
     Args:
         metric: the series' name as it appears in the results file, e.g. "handshake_ms".
-        block: a ``summarize`` block (only ``samples`` is read); None or empty gives only
-            the load warning.
+        block: a ``summarize`` block (only ``samples`` is read); None or empty gives none
+            (not even the load warning: a series never measured has no error to size).
         load_average: the 1-minute load average, or the ``[1m, 5m, 15m]`` list of
             ``os.getloadavg()`` / the results file's ``environment.load_average``.
         cpu_count: logical cores.
@@ -242,7 +242,8 @@ def series_warnings(metric: str, block: dict | None, load_average=None,
                                                     _fmt(mean), 100 * HIGH_VARIATION))
     if isinstance(load_average, Sequence) and load_average:
         load_average = load_average[0]
-    if is_number(load_average) and is_number(cpu_count) and load_average > cpu_count:
+    if samples and is_number(load_average) and is_number(cpu_count) \
+            and load_average > cpu_count:  # a series never measured has no error to size
         name, series = floor or (None, None)
         error = busy_error(series)
         warnings.append(warn.busy(metric, load_average, cpu_count,

@@ -140,6 +140,9 @@ def test_load_warning():
     assert [w["kind"] for w in warnings] == ["load"]
     assert "3.50" in warnings[0]["detail"] and "2 cores" in warnings[0]["detail"]
     assert kinds(CLEAN, load_average=2.5, cpu_count=2) == ["load"]
+    # a row that failed before its series was measured gets no load warning on it
+    assert series_warnings("http.latency_ms", None, load_average=[3.5], cpu_count=2) == []
+    assert series_warnings("handshake_ms", {"samples": []}, load_average=3.5, cpu_count=2) == []
     assert kinds(CLEAN, load_average=2.0, cpu_count=2) == []  # equal is not above
     assert kinds(CLEAN, load_average=3.5) == []  # no core count: no judgement
 

@@ -197,7 +197,7 @@ def test_bad_sdk_options_are_usage_errors(tmp_path):
 
 
 def test_only_keeps_a_servers_variants_or_names_one(tmp_path):
-    from mcpstart.targets.plan import make_plan
+    from mcpstart.targets.plan import PlanError, make_plan
 
     toy(tmp_path)
     folder = lambda: tmp_path / "build-recipes"  # noqa: E731
@@ -207,6 +207,10 @@ def test_only_keeps_a_servers_variants_or_names_one(tmp_path):
     plan = make_plan((), (), (), None, None, None, ("toy@2.0.1",), False, folder,
                      sdk=("toy=2.0.0,2.0.1",))
     assert [r.name for r in plan.recipes] == ["toy@2.0.1"]
+    with pytest.raises(PlanError) as err:  # an HTTP recipe's name, asked of the stdio set
+        make_plan((), (), (), None, None, None, ("toy-http",), False, folder)
+    assert str(err.value) == ("no server named toy-http; known: toy; the Streamable HTTP ones "
+                              "(c-http, ...) with --transport http or both")
 
 
 def test_report_puts_each_server_before_its_variants_in_version_order():

@@ -179,8 +179,11 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     if only:
         unknown = [n for n in only if n not in seen]
         if unknown:
+            other = "" if named or transport == "both" else (
+                "; the Streamable HTTP ones (c-http, ...) with --transport http or both"
+                if transport == "stdio" else "; the stdio ones with --transport stdio or both")
             raise PlanError(f"no server named {', '.join(unknown)}; known: "
-                            f"{', '.join(plan.names)}")
+                            f"{', '.join(plan.names)}{other}")
         plan.recipes = [r for r in plan.recipes if r.name in only
                         or r.name.split("@", 1)[0] in only]
         plan.targets = [t for t in plan.targets if t.name in only]
