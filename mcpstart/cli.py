@@ -525,8 +525,11 @@ def plot(results_files, output, kind, force) -> None:
     results_files = results_files or [defaults.OUTPUT]
     _refuse([output], force, results_files)
     results = _load(results_files, "plot")
-    _input(write, results if len(results) > 1 else results[0], kind, output,
-           labels if len(results) > 1 else None)
+    missing = _input(write, results if len(results) > 1 else results[0], kind, output,
+                     labels if len(results) > 1 else None)
+    if missing:
+        _progress(f"the plot's font has no glyph for {' '.join(sorted(missing))}: "
+                  "drawn as boxes")
     _progress(f"wrote {output}")
 
 

@@ -411,3 +411,17 @@ def test_per_tool_legend_of_long_tool_names_wraps_into_rows_inside_the_figure():
     fig = figure(doc, "per-tool")
     legible(fig)
     assert legend_texts(fig) == ["initialize", *tools]
+
+
+def test_a_name_the_font_cannot_draw_is_one_note_not_matplotlibs_warnings(tmp_path):
+    """A server named in a script the plot's font lacks: one note naming the characters,
+    none of matplotlib's per-glyph warnings (with their source lines) on stderr."""
+    doc = results(startup=None)
+    doc["servers"][0]["name"] = "名前"
+    source = tmp_path / "r.json"
+    source.write_text(json.dumps(doc))
+    ok = CliRunner().invoke(main, ["plot", str(source), "-o", str(tmp_path / "c.png"),
+                                   "--kind", "cold-start"])
+    assert ok.exit_code == 0, ok.output
+    assert "the plot's font has no glyph for 前 名: drawn as boxes" in ok.output
+    assert "UserWarning" not in ok.output and "Glyph" not in ok.output

@@ -39,7 +39,7 @@ def _plots(docs: list[dict], labels: list[str]) -> list[tuple[str, str]]:
     version where a file has variants, across the files when there are several. Raises
     ValueError when matplotlib is missing (plot.require)."""
     from .history import history_data
-    from .plot import available, figure, require
+    from .plot import available, figure, render, require
 
     require()
     shots = []
@@ -53,7 +53,7 @@ def _plots(docs: list[dict], labels: list[str]) -> list[tuple[str, str]]:
     out = []
     for caption, fig in shots:
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=100)
+        render(fig, buffer, "png", 100)  # a missing glyph shows as a box in the page too
         out.append((caption, base64.b64encode(buffer.getvalue()).decode("ascii")))
     return out
 

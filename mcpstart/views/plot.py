@@ -30,7 +30,9 @@ red box above its figure.
 
 from __future__ import annotations
 
+import re
 import textwrap
+import warnings
 from pathlib import Path
 
 from ..results import dig, documents, is_floor, name_of, number_or_none, servers
@@ -573,8 +575,9 @@ def require() -> None:
                          "pip install 'mcpstart[plot]'") from None
 
 
-def write(results, kind: str | None, path: Path, labels=None) -> None:
-    """``figure(results, kind, labels)`` saved to ``path``.
+def write(results, kind: str | None, path: Path, labels=None) -> set[str]:
+    """``figure(results, kind, labels)`` saved to ``path``; returns the characters of its
+    texts the font has no glyph for (drawn as boxes; ``save``).
 
     Raises:
         ValueError: matplotlib is not installed (the message names the extra), the figure
@@ -584,13 +587,14 @@ def write(results, kind: str | None, path: Path, labels=None) -> None:
     require()
     fig = figure(results, kind, labels)
     try:
-        save(fig, path)
+        return save(fig, path)
     except OSError as err:
         raise ValueError(f"cannot write {path}: {err.strerror or err}") from err
 
 
-def save(fig, path, dpi: int = DPI) -> None:
+def save(fig, path, dpi: int = DPI) -> set[str]:
     """Write ``fig`` to ``path`` as PNG (``dpi`` pixels per inch) or SVG, chosen by the suffix.
+    Returns the characters the font has no glyph for (render's).
 
     Raises:
         ValueError: another suffix. OSError: the file cannot be written.
@@ -598,4 +602,26 @@ def save(fig, path, dpi: int = DPI) -> None:
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
         raise ValueError(f"{path}: the image type comes from the suffix: {' or '.join(SUFFIXES)}")
-    fig.savefig(path, format=suffix[1:], dpi=dpi)
+    return render(fig, path, suffix[1:], dpi)
+
+
+_GLYPH = re.compile(r"Glyph (\d+) .*missing from font")
+
+
+def render(fig, target, fmt: str, dpi: int) -> set[str]:
+    """``fig.savefig(target, format=fmt, dpi=dpi)``, keeping matplotlib's "Glyph N (...)
+    missing from font(s)" warnings (a server name in a script the font lacks: drawn as
+    boxes) off stderr. Returns those characters (N is the code point), for one note by the
+    caller; other warnings pass on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(target, format=fmt, dpi=dpi)
+    missing = set()
+    for warning in caught:
+        found = _GLYPH.search(str(warning.message))
+        if found:
+            missing.add(chr(int(found[1])))
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+    return missing
