@@ -155,3 +155,18 @@ def test_the_table_and_why_name_the_holders():
     assert [line.split(":")[0].strip() for line in lines] == [
         "exe_code", "heap", "lib_code", "jit_code", "file_data", "anon", "stack", "other"]
     assert lines[0].strip() == "exe_code: 1.0, 0.5"
+
+
+def test_why_of_a_row_measured_without_attribution_shows_its_memory_and_says_the_rest():
+    """--no-attribution leaves the start's blocks out, not the idle split: why prints the
+    split and says why each start block is missing, rather than refusing the row."""
+    split = mappings.parse(SMAPS, EXE)
+    reason = "--no-attribution"
+    server = {"name": "plain", "transport": "stdio", "status": "ok",
+              "handshake_ms": {"n": 1, "median": 50.0}, "start_usage": None, "imports": None,
+              "not_measured": {"start_usage": reason, "imports": reason},
+              "memory": {"idle_split": split}}
+    text = why({"servers": [server]}, "plain")
+    assert "  start usage: not measured: --no-attribution" in text.splitlines()
+    assert "  imports: not measured: --no-attribution" in text.splitlines()
+    assert "idle memory by class" in text

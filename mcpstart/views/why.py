@@ -9,15 +9,16 @@ from ..results import cold_start_median, dig, name_of, servers
 from .table import cpu_split, fmt_mib, fmt_ms, other_transport, start_shares
 
 def why(doc: dict, name: str | None = None) -> str:
-    """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``
-    block when None).
+    """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``,
+    ``imports`` or ``classes`` block or an idle memory split when None): what it has, each
+    block it lacks with the reason the row gives.
 
     Raises:
-        ValueError: no such server, or it has neither block (the message says which).
+        ValueError: no such server, or it has none of those (the message says which).
     """
     rows = [s for s in servers(doc) if name is None or name_of(s) == name]
     row = next((s for s in rows if s.get("start_usage") or s.get("imports")
-                or s.get("classes")), None)
+                or s.get("classes") or dig(s, "memory.idle_split")), None)
     if row is None:
         names = ", ".join(name_of(s) for s in servers(doc))
         if not rows:
@@ -33,6 +34,8 @@ def why(doc: dict, name: str | None = None) -> str:
     lines = [f"{name_of(row)}: cold start median "
              f"{'-' if median is None else fmt_ms(median)} ms"]
     usage = row.get("start_usage")
+    if not usage and (reason := (row.get("not_measured") or {}).get("start_usage")):
+        lines.append(f"  start usage: not measured: {reason}")
     if usage:
         lines.append(f"  {cpu_split(None, row) or 'CPU unknown'}")
         lines.append(f"  page faults minor {dig(usage, 'minor_faults.median'):g}, major "
