@@ -316,7 +316,7 @@ def shared_floor(metric: str, hit: dict) -> dict:
     return warning(Kind.SHARED_FLOOR, detail, metric)
 
 
-def unsettled(metric: str, warmup: dict, max_calls: int, max_ms: float) -> dict:
+def warmup_unsettled(metric: str, warmup: dict, max_calls: int, max_ms: float) -> dict:
     """``warmup``: measure/warmup.warm_up's ``{calls, settled}`` (settled false); its bounds
     ``max_calls`` and ``max_ms`` (ms)."""
     return warning(Kind.WARMUP_UNSETTLED,

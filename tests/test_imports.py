@@ -97,3 +97,18 @@ def test_no_file_imports_from_a_higher_floor():
 
 def test_every_unit_has_a_floor():
     assert {unit(m) for m in graph()} <= set().union(*FLOORS)
+
+
+def defined_twice(source: str) -> list[str]:
+    """Top-level functions and classes of a module's ``source`` defined more than once (the
+    later silently replaces the earlier, and every caller of the earlier gets the later)."""
+    names = [node.name for node in ast.parse(source).body
+             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    return sorted({n for n in names if names.count(n) > 1})
+
+
+def test_no_module_defines_a_function_or_class_twice():
+    assert defined_twice("def a():\n    pass\n\n\ndef a(x):\n    pass\n") == ["a"]
+    twice = {str(path.relative_to(PACKAGE)): found for path in sorted(PACKAGE.rglob("*.py"))
+             if (found := defined_twice(path.read_text()))}
+    assert twice == {}

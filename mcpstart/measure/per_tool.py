@@ -84,7 +84,7 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
                 found["tools"][call.name]["warmup"] = warmed
                 if not warmed["settled"]:
                     server.row.warnings.append(
-                        warn.unsettled(f"workload.tools.{call.name}.warm_ms", warmed,
+                        warn.warmup_unsettled(f"workload.tools.{call.name}.warm_ms", warmed,
                                        warmup.MAX_CALLS, warmup.MAX_MS))
                 if per_call:
                     times = _sessions(session, settings, call, errors)
