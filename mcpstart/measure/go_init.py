@@ -194,13 +194,9 @@ def measure(server: Server, settings: Settings) -> None:
             if (heap := runtime_heap.go_figures(text)) is not None:
                 heaps.append(heap)
     except (SessionError, RuntimeError) as err:
-        server.row.skip_block("imports", f"package init trace: {err}")
-        server.row.skip_block(runtime_heap.BLOCK, f"package init trace: {err}")
+        runtime_heap.lost(server.row, "imports", f"package init trace: {err}")
         return
-    if heaps:
-        server.row.runtime_heap = runtime_heap.block("go", heaps)
-    else:
-        server.row.skip_block(runtime_heap.BLOCK, runtime_heap.NO_COLLECTION)
+    runtime_heap.record(server.row, "go", heaps, runtime_heap.NO_COLLECTION)
     env = {"classifiers": {}, "main": info["main"]}
     block = imports.block(starts, env, server.row.cold_start_median(),
                           server.transport, runtime="go")

@@ -119,14 +119,10 @@ def measure(server: Server, settings: Settings) -> None:
                                        "(not a HotSpot JVM, or JAVA_TOOL_OPTIONS ignored)")
                 starts.append((ms, found))
         except (SessionError, RuntimeError) as err:
-            server.row.skip_block("classes", f"class loading log: {err}")
-            server.row.skip_block(runtime_heap.BLOCK, f"class loading log: {err}")
+            runtime_heap.lost(server.row, "classes", f"class loading log: {err}")
             return
     server.row.classes = block(starts, server.row.cold_start_median())
-    if heaps:  # runs: the starts read
-        server.row.runtime_heap = runtime_heap.block("jvm", heaps)
-    else:
-        server.row.skip_block(runtime_heap.BLOCK, f"jcmd: {heap_error}")
+    runtime_heap.record(server.row, "jvm", heaps, f"jcmd: {heap_error}")  # runs: starts read
 
 
 def read_at_answer(processes: ProcessSet, timeout_s: float) -> dict | str:

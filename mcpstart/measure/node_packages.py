@@ -259,14 +259,10 @@ def measure(server: Server, settings: Settings) -> None:
                                    "or later")
             starts.append((ms, attribute(trace, names)))
     except (SessionError, RuntimeError) as err:
-        server.row.skip_block("imports", f"module evaluation trace: {err}")
-        server.row.skip_block(runtime_heap.BLOCK, f"module evaluation trace: {err}")
+        runtime_heap.lost(server.row, "imports", f"module evaluation trace: {err}")
         return
-    if heaps:
-        server.row.runtime_heap = runtime_heap.block("node", heaps)
-    else:
-        server.row.skip_block(runtime_heap.BLOCK, "the server's node wrote no heap figures "
-                              f"within {HEAP_WAIT_S:g} s of SIGUSR2")
+    runtime_heap.record(server.row, "node", heaps, "the server's node wrote no heap figures "
+                        f"within {HEAP_WAIT_S:g} s of SIGUSR2")
     block = imports.block(starts, {"classifiers": {}}, server.row.cold_start_median(),
                           server.transport, runtime="node")
     linking = [a["linking_ms"] for _, a in starts]

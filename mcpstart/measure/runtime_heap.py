@@ -123,3 +123,19 @@ def block(runtime: str, readings: list[dict]) -> dict:
         raise ValueError("no heap reading")
     return {"runtime": runtime, "runs": len(readings),
             **{key: int(statistics.median(r[key] for r in readings)) for key in readings[0]}}
+
+
+def record(row, runtime: str, readings: list[dict], why_none: str) -> None:
+    """The row's ``runtime_heap`` from ``readings`` (``block``), else the block skipped with
+    ``why_none``: how each runtime's profile ends."""
+    if readings:
+        row.runtime_heap = block(runtime, readings)
+    else:
+        row.skip_block(BLOCK, why_none)
+
+
+def lost(row, profile_block: str, cause: str) -> None:
+    """A runtime's profiled starts failed: its profile block and the heap read in the same
+    starts both skipped with ``cause``."""
+    row.skip_block(profile_block, cause)
+    row.skip_block(BLOCK, cause)
