@@ -213,7 +213,9 @@ def test_floor_server_is_the_floor(measured):
     floor = by_name["c"]["handshake_ms"]["median"]
     assert floor < 5  # fork, exec, a pipe and one JSON line
     assert all(by_name[n]["handshake_ms"]["median"] > floor for n in SDKS)
-    assert by_name["c"]["shutdown"]["ms"] < 5  # it exits on EOF at once; pidfd-timed
+    # it exits on EOF at once (pidfd-timed), against the 2000 ms grace of a server that does
+    # not; one sample, which a busy CI machine read at 8.3 ms
+    assert by_name["c"]["shutdown"]["ms"] < 50
 
 
 def test_dependency_counts_agree_with_the_package_managers(measured):
