@@ -226,6 +226,20 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     sys.exit(1 if outcome.failed else 0)
 
 
+HTTP_OPTIONS = ("load_seconds", "load_users", "load_rate", "server_cpus", "headers")
+"""measure's options that only a server measured over HTTP uses."""
+
+
+def _given(names: tuple[str, ...]) -> list[str]:
+    """The flag (e.g. "--load-s") of each option of ``names`` given on the command line, in
+    the command's order of options."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    return [p.opts[0] for p in ctx.command.params if p.name in names
+            and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE]
+
+
 def _show(loaded: list, fmt: str, full: bool, exports, *args) -> None:
     """Print the table or records on stdout (compact on a terminal, without ``full``, and
     cut into blocks of columns that fit its width); what does not fit the format on
@@ -362,6 +376,7 @@ def measure(command, quiet, fmt, full, **kw) -> None:
     from .wire import ToolCall
 
     kw["exports"] = exports = _exports(kw)
+    kw["http_options"] = _given(HTTP_OPTIONS)
     call = _input(ToolCall.parse, kw["call_tool"], kw["call_args"])
     if kw["workload"] is not None:
         if call is not None:

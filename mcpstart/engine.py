@@ -124,7 +124,8 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
     ``remote`` and ``endpoint`` options (the recipe folder said through ``progress``; ``settings.transport``
     picks the reference recipes), ``load_seconds`` (--load-s: None keeps the default and
     puts no non-loopback URL under load; a command without the key, ``revisions``, has no
-    load), every JOB_OPTIONS field ``options`` names, and the
+    load), ``http_options`` (the HTTP-only flags given: a note when no server of the plan
+    is measured over HTTP), every JOB_OPTIONS field ``options`` names, and the
     child subreaper on, as the CLI runs.
 
     Raises:
@@ -154,6 +155,11 @@ def job_for(command: tuple[str, ...], options: dict, settings: Settings, argv: l
                          headers=options.get("headers", ()))
     except PlanError as err:
         raise JobError(str(err)) from err
+    http = [x for x in (*plan.recipes, *plan.targets) if x.transport == "http"]
+    if options.get("http_options") and not http:
+        plan.notes.append(f"{', '.join(options['http_options'])}: for a server measured over "
+                          "HTTP, and none is here (--transport http, --url, or {port} in a "
+                          "command): ignored")
     return Job(plan, settings, argv, subreaper=True, progress=progress,
                **{k: options[k] for k in JOB_OPTIONS if k in options})
 

@@ -236,3 +236,14 @@ def test_a_server_that_does_not_start_is_named_under_every_limit(scripted, tmp_p
     assert limits[20.0] == {"broken": False} and limits[30.0] == {"quick": True}
     assert "- set in the config (limit 20.0 s): broken does not start (exited with code 2 " \
            "after " in result.stdout
+
+
+def test_http_only_options_given_for_stdio_servers_are_said_to_be_ignored(scripted, tmp_path):
+    """--load-s and --server-cpus shape only an HTTP server's load: on a stdio command they
+    are named as ignored (not silently dropped); left at their defaults they are not named."""
+    given, _ = measure(tmp_path, "--load-s", "2", "--server-cpus", "1", "--", PY, str(FAKE))
+    assert given.exit_code == 0, given.output
+    assert ("--load-s, --server-cpus: for a server measured over HTTP, and none is here"
+            in given.stderr)
+    quiet, _ = measure(tmp_path, "--force", "--", PY, str(FAKE))
+    assert quiet.exit_code == 0 and "measured over HTTP" not in quiet.stderr
