@@ -82,10 +82,12 @@ def fill(value, mark: str, text: str):
 class ToolCall:
     """The tool mcpstart calls: ``name`` and its ``arguments`` (a JSON object whose values may
     be of any JSON type), in which every string value equal to or containing ``{payload}``
-    gets the payload text."""
+    gets the payload text; ``origin`` names where the arguments are given, in causes
+    ("--args", or a workload file's table)."""
 
     name: str = REFERENCE_TOOL
     arguments: dict = field(default_factory=lambda: {"text": PAYLOAD_MARK})
+    origin: str = field(default="--args", compare=False)
 
     def params(self, text: str) -> dict:
         """``tools/call`` params with ``text`` put where ``{payload}`` stands."""

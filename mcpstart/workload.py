@@ -59,7 +59,7 @@ class Workload:
     def with_mock_api(self, url: str) -> "Workload":
         """This workload with ``{mock_api}`` replaced by ``url`` in every argument."""
         return replace(self, mock_api=url, calls=tuple(
-            ToolCall(c.name, fill(c.arguments, MOCK_API, url)) for c in self.calls))
+            replace(c, arguments=fill(c.arguments, MOCK_API, url)) for c in self.calls))
 
     def record(self) -> dict:
         """The results' ``settings.workload`` block (docs/results.md#settings)."""
@@ -147,7 +147,7 @@ def parse(data: dict, name: str, path: str) -> Workload:
         if not isinstance(arguments, dict):
             raise ValueError(f"{where}arguments: must be a table (tools/call arguments are a "
                              "JSON object)")
-        calls.append(ToolCall(tool_name, arguments))
+        calls.append(ToolCall(tool_name, arguments, f"the workload's {where}arguments"))
         weights.append(_number(tool.get("weight", 1), f"{where}weight", lambda v: v > 0,
                                "a finite number > 0"))
     return Workload(name, path, tuple(calls), tuple(weights), shape, think,

@@ -422,7 +422,7 @@ def test_a_call_missing_required_arguments_fails_early_saying_args(tmp_path):
     assert result.exit_code == 1
     row = json.loads(out.read_text())["servers"][0]
     assert row["reason"] == ("tools/call reverse_text: the tool requires text, which the call "
-                             "does not give; pass them with --args '{...}'")
+                             "does not give; give them in --args")
     assert row["phases_ms"]["first_call"]["n"] == 0 and row["payload"] is None
     assert row["memory"]["idle_rss_bytes"] > 0  # measured before the failure: kept
     assert [w["detail"] for w in row["warnings"]].count(row["reason"]) == 0  # said once

@@ -163,3 +163,26 @@ def test_the_table_and_the_per_tool_plot_show_each_tool():
     fig = figure(results.to_dict(), "per-tool")
     widths = sorted(p.get_width() for ax in fig.subfigs[0].axes for p in ax.patches)
     assert widths == [1.0, 3.0]
+
+
+def test_a_tool_missing_required_arguments_says_to_give_them_in_the_workload(tmp_path):
+    """The cause names the workload file's table, not --args, which a workload run refuses."""
+    class Requires(PairServer):
+        def result(self, method, params):
+            if method != "tools/list":
+                return super().result(method, params)
+            count = {**TOOLS["tools"][1], "inputSchema": {
+                **TOOLS["tools"][1]["inputSchema"], "required": ["n"]}}
+            return {"tools": [TOOLS["tools"][0], count]}
+
+    file = tmp_path / "w.toml"
+    file.write_text('[[tools]]\nname = "now"\n[[tools]]\nname = "count"\n')
+    workload = load(str(file))
+    results = measured(Server(ServerResult("pair"), Command(["pair"])),
+                       spawner=Spawner({"pair": Requires}), workload=workload,
+                       call=workload.calls[0])
+    row = results.servers[0]
+    said = row.not_measured["workload.tools.count.warm_ms"]
+    assert said == ("tools/call count: the tool requires n, which the call does not give; "
+                    "give them in the workload's tools[1].arguments")
+    assert row.workload["tools"]["now"]["warm_ms"]["p50"] == 1.0  # the other tool: measured

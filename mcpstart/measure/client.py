@@ -50,7 +50,7 @@ def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
 
     Raises:
         ProbeError: the named tool is not listed, or its ``inputSchema`` requires arguments
-            the call does not give (the cause says to pass them with ``--args``).
+            the call does not give (the cause says where to give them: ``call.origin``).
     """
     if call is None:
         return ToolCall() if listing.find(REFERENCE_TOOL) else None
@@ -64,7 +64,7 @@ def chosen_call(call: ToolCall | None, listing: "ToolList") -> ToolCall | None:
     missing = [k for k in required or [] if isinstance(k, str) and k not in call.arguments]
     if missing:
         raise ProbeError(f"tools/call {call.name}: the tool requires {', '.join(missing)}, "
-                         "which the call does not give; pass them with --args '{...}'")
+                         f"which the call does not give; give them in {call.origin}")
     return call
 
 

@@ -123,7 +123,7 @@ def _large_call(session: Session, settings: Settings, row: ServerResult, call: T
     made large (n/a)."""
     if not call.carries_payload:
         for block in ("payload", "memory.before_call_rss_bytes", "memory.peak_rss_bytes_payload"):
-            row.skip_block(block, "--args places no {payload}: no large call")
+            row.skip_block(block, f"{call.origin} places no {{payload}}: no large call")
         return
     found = _sized_call(session, settings, row, call, processes, progress)
     if found is None:
