@@ -1053,6 +1053,21 @@ def _blocks(body: list[list[str]], headers: list[str], width: int, render) -> st
     return "\n\n".join(blocks) if blocks else render(body, headers)
 
 
+def _wrapped(text: str, width: int) -> str:
+    """``text`` with each line longer than ``width`` wrapped at spaces (a word longer than
+    the width stays whole), a list item's continuation lines indented under its text: the
+    notes under a terminal's table."""
+    import textwrap
+
+    lines = []
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        hang = len(line) - len(body) + (2 if body.startswith("- ") else 0)
+        lines += textwrap.wrap(line, width, subsequent_indent=" " * hang,
+                               break_long_words=False, break_on_hyphens=False) or [line]
+    return "\n".join(lines)
+
+
 def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
           transpose: bool = False, aside=None, compact: bool = False,
           width: int | None = None) -> str:
@@ -1069,7 +1084,7 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     FORMAT_ONLY ``tablefmt`` those go to ``aside(text)`` (None: dropped), the table alone is
     returned. ``width``: a terminal's columns; a table wider than that is printed in blocks
     of columns that fit, the first column repeated (_blocks; not in a FORMAT_ONLY format,
-    whose reader wants one table).
+    whose reader wants one table), and the notes under it wrapped to that width.
 
     Raises:
         UnknownMetric: a ``metrics`` path names no row.
@@ -1123,6 +1138,8 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
         sections.append("\n".join(workload_section(doc, label if several else None)))
     sections.append("\n".join(_provenance(doc, label if several else None, markdown)
                               for doc, label in zip(docs, labels_)))
+    if width and tablefmt not in FORMAT_ONLY:
+        sections[1:] = [_wrapped(section, width) for section in sections[1:]]
     if tablefmt in FORMAT_ONLY:
         sections, under = sections[:1], "\n\n".join(s for s in sections[1:] if s)
         if aside and under:
