@@ -226,6 +226,13 @@ def _run(work: str, command, kw: dict, quiet: bool, show, *plan, **settings):
     sys.exit(1 if outcome.failed else 0)
 
 
+def _memory_bytes() -> int:
+    """This machine's physical memory in bytes."""
+    import psutil
+
+    return psutil.virtual_memory().total
+
+
 HTTP_OPTIONS = ("load_seconds", "load_users", "load_rate", "server_cpus", "headers")
 """measure's options that only a server measured over HTTP uses."""
 
@@ -389,6 +396,9 @@ def measure(command, quiet, fmt, full, **kw) -> None:
         display.outcomes(shown.to_dict()["servers"])
         _show([shown], fmt, full, exports)
     mib = kw.pop("memory_limit_mib")
+    if mib and mib * 2**20 > (total := _memory_bytes()):
+        _progress(f"--memory-limit {mib} MiB is above this machine's memory "
+                  f"({total / 2**20:.0f} MiB): the limit cannot bind")
     _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call,
          memory_limit_bytes=mib * 2**20 if mib else None)
 

@@ -501,3 +501,16 @@ def test_the_readmes_example_server_is_measured(tmp_path):
     assert row["status"] == "ok" and row["server_info"]["name"] == "my-server"
     assert row["tools"]["count"] == 1 and row["payload"]["verified"] is True
     assert row["round_trip_ms"]["n"] == 2
+
+
+def test_a_memory_limit_above_the_machines_memory_is_said_not_to_bind(monkeypatch, tmp_path):
+    monkeypatch.setattr("mcpstart.cli._memory_bytes", lambda: 100 * 2**20)
+    out = tmp_path / "o.json"
+    above = CliRunner().invoke(main, ["measure", "--memory-limit", "200", "-o", str(out),
+                                      "--", str(tmp_path / "no-such-server")])
+    assert above.exit_code == 1  # the server cannot start: a row with its cause
+    assert ("--memory-limit 200 MiB is above this machine's memory (100 MiB): the limit "
+            "cannot bind") in above.stderr
+    below = CliRunner().invoke(main, ["measure", "--memory-limit", "50", "-o", str(out),
+                                      "--force", "--", str(tmp_path / "no-such-server")])
+    assert below.exit_code == 1 and "cannot bind" not in below.stderr
