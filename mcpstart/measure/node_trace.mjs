@@ -3,7 +3,7 @@
 // node. MCPSTART_NODE_TRACE names a folder; each node process appends tab-separated lines to
 // PID.tsv there, times in ms since the epoch (performance.timeOrigin + performance.now()):
 //   P  pid  time  ms since the process's time origin  entry URL    (the preload starts)
-//   R  time  idle                                              (the loader hooks run)
+//   R  time  idle                                                  (the loader hooks run)
 //   B  url  time  idle  /  E  url  time   a module's evaluation begins / ends (main thread):
 //       an ES module by two statements added around its source by the load hook, a
 //       CommonJS file by Module.prototype.load (read, compile and run, nested requires in)
