@@ -19,8 +19,15 @@ reaped by ``os.wait4`` (this script is the tree's subreaper) and their rusage su
 whole tree's CPU. Prints per chain the parts (medians by name), their sum and the plain
 tree's median, and the ratio; target: within 5%.
 
+``--faults`` (reference recipes, default c, rust, go: the native servers, whose start is
+mostly the kernel's exec, the dynamic loader and page faults) checks ``minor_faults`` of the
+start usage instead: per round one cold start through mcpstart read to the initialize answer
+and one plain spawn of the tree answered once and killed, its rusage's ``ru_minflt`` summed
+by wait4 (the kill adds no fault). Target: the medians within 5%.
+
 Usage: python benchmarks/start_usage_check.py [--rounds 7]
        python benchmarks/start_usage_check.py --launchers [NAMES...] [--rounds 7]
+       python benchmarks/start_usage_check.py --faults [NAMES...] [--rounds 7]
 """
 
 from __future__ import annotations
@@ -73,9 +80,10 @@ def within(mine: float, theirs: float) -> bool:
     return abs(mine - theirs) <= 0.10 * theirs + 5
 
 
-def plain_tree(command: Command) -> float:
-    """CPU ms (user + system) of a plain spawn of ``command``'s whole tree, answered once:
-    its session's process group killed at the answer, every process reaped by os.wait4."""
+def plain_tree(command: Command) -> dict:
+    """``{cpu_ms, minor_faults, major_faults}`` (CPU: user + system) of a plain spawn of
+    ``command``'s whole tree, answered once: its session's process group killed at the
+    answer, every process reaped by os.wait4 and its rusage summed."""
     proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.environment(),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, start_new_session=True)
@@ -83,13 +91,15 @@ def plain_tree(command: Command) -> float:
     proc.stdin.flush()
     proc.stdout.readline()
     os.killpg(proc.pid, signal.SIGKILL)
-    total = 0.0
+    total = {"cpu_ms": 0.0, "minor_faults": 0, "major_faults": 0}
     while True:  # the leader and every orphan this subreaper adopted
         try:
             _, _, usage = os.wait4(-1, 0)
         except ChildProcessError:
             break
-        total += (usage.ru_utime + usage.ru_stime) * 1000
+        total["cpu_ms"] += (usage.ru_utime + usage.ru_stime) * 1000
+        total["minor_faults"] += usage.ru_minflt
+        total["major_faults"] += usage.ru_majflt
     proc.returncode = -signal.SIGKILL  # reaped above
     proc.stdin.close()
     proc.stdout.close()
@@ -110,7 +120,7 @@ def chains(names: list[str], rounds: int) -> None:
                 order = ("mcpstart", "plain") if index % 2 else ("plain", "mcpstart")
                 for method in order:
                     if method == "plain":
-                        whole.append(plain_tree(command))
+                        whole.append(plain_tree(command)["cpu_ms"])
                         continue
                     usage = cold_start(command, Settings(timeout_s=60), initialize_only)["usage"]
                     per = {}
@@ -132,12 +142,42 @@ def chains(names: list[str], rounds: int) -> None:
     print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 
+def faults(names: list[str], rounds: int) -> None:
+    """The --faults mode (module doc)."""
+    from checks import reference_builds  # this folder's
+
+    initialize_only = Skips({"tools/list": "left out: both windows end at the initialize answer"})
+    print(f"{rounds} rounds, alternating; load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
+    with child_subreaper():
+        for name, (_transport, command) in reference_builds(names).items():
+            mine, theirs = [], []
+            for index in range(rounds + 1):  # the first round warms the page cache
+                for method in ("mcpstart", "plain") if index % 2 else ("plain", "mcpstart"):
+                    if method == "plain":
+                        theirs.append(plain_tree(command)["minor_faults"])
+                    else:
+                        mine.append(cold_start(command, Settings(timeout_s=60),
+                                               initialize_only)["usage"]["minor_faults"])
+            m, t = statistics.median(mine[1:]), statistics.median(theirs[1:])
+            print(f"{name}: minor page faults to the answer: mcpstart {m:g} (runs "
+                  f"{min(mine[1:])}-{max(mine[1:])}), wait4's rusage {t:g} (runs "
+                  f"{min(theirs[1:])}-{max(theirs[1:])}); ratio {m / t:.3f}; target within "
+                  f"5%: {'met' if abs(m - t) <= 0.05 * t else 'NOT met'}")
+    print(f"load average at end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--launchers", nargs="*", metavar="NAME",
                         help="check the launcher chains' attribution instead (module doc)")
+    parser.add_argument("--faults", nargs="*", metavar="NAME",
+                        help="check the page faults of native servers instead (module doc)")
     args = parser.parse_args()
+    if args.faults is not None:
+        faults(args.faults or ["c", "rust", "go"], args.rounds)
+        return
     if args.launchers is not None:
         chains(args.launchers or ["sh-exec-c", "sh-python", "npx-typescript"], args.rounds)
         return

@@ -12,16 +12,19 @@ imports.STDLIB.
 A module's self time, all on the main thread (docs/startup.md#a-nodejs-servers-packages):
 
 - its loading: the main thread's ES module loading (the hooks' start to the first
-  evaluation) cut at each request it sends the loader thread, each span charged to the
-  module the request is for (loading_spans): waiting for its resolve and read, its compile;
+  evaluation) cut at each request it sends the loader thread, each span's busy part (less
+  the event loop's idle time in it: waiting for the loader thread's answers) charged to the
+  module the request is for (loading_spans): its compile;
 - its evaluation: an ES module's body between two statements the load hook adds at its head
   and end (ES modules are evaluated after the whole graph is linked, dependencies first, so
   the two marks hold its own body); a CommonJS file's ``Module.prototype.load`` (read,
   compile and run), the files it requires taken out.
 
 Not a module's: node's own start before the preload (``interpreter_ms``), the graph's
-instantiation after the last request (``linking_ms``), and the rest (exec, the hooks'
-thread start, the server until the answer): ``instrumented_ms`` less the parts.
+instantiation after the last request (``linking_ms``), the main thread's waits for the
+loader thread during the loading (``loader_wait_ms``: resolving and reading each file there,
+and the hooks' messages, which an unprofiled node does not send), and the rest (exec, the
+hooks' thread start, the server until the answer): ``instrumented_ms`` less the parts.
 
 A package's ``cumulative_ms`` sums the self times of every module reachable from its own
 (ES imports as the ``resolve`` hook saw them, CommonJS requires by nesting), each once: what
@@ -75,20 +78,21 @@ def traced_env(command: Command, folder: str) -> dict[str, str]:
 
 def parse(text: str, until_ms: float) -> dict | None:
     """One process's trace (node_trace.mjs's lines) as ``{pid, start_ms, runtime_ms, entry,
-    hooks_ms, first_ms, modules: {url: {evaluate_ms, load_ms}}, linking_ms, edges: {url:
-    {url, ...}}, heap}``: ``heap`` the last H line's V8 figures (runtime_heap.NODE: bytes),
-    None without; times in ms since the epoch (``runtime_ms`` since the process's time
-    origin); ``hooks_ms`` when the loader hooks ran, ``first_ms`` the first evaluation's
-    begin (each None without); ``load_ms`` and ``linking_ms`` loading_spans's (the entry's
-    resolve, asked with no parent, is the entry's; ``linking_ms`` None without hooks or
-    evaluation). An evaluation still open at the read ends at ``until_ms``; a module
-    evaluated twice (a CommonJS file loaded again after a cache deletion) sums. None
-    without the preload's P line."""
+    hooks_ms, first_ms, modules: {url: {evaluate_ms, load_ms}}, linking_ms, loader_wait_ms,
+    edges: {url: {url, ...}}, heap}``: ``heap`` the last H line's V8 figures
+    (runtime_heap.NODE: bytes), None without; times in ms since the epoch (``runtime_ms``
+    since the process's time origin); ``hooks_ms`` when the loader hooks ran, ``first_ms``
+    the first evaluation's begin (each None without); ``load_ms``, ``linking_ms`` and
+    ``loader_wait_ms`` loading_spans's (the entry's resolve, asked with no parent, is the
+    entry's; ``linking_ms`` and ``loader_wait_ms`` None without hooks or evaluation). An
+    evaluation still open at the read ends at ``until_ms``; a module evaluated twice (a
+    CommonJS file loaded again after a cache deletion) sums. None without the preload's P
+    line."""
     head, hooks, first, heap = None, None, None, None
     stack: list[list] = []  # [url, begin, children's ms]
     evaluate: dict[str, float] = {}
     edges: dict[str, set[str]] = {}
-    sends: list[tuple[float, str, str]] = []
+    sends: list[tuple[float, float, str]] = []  # (time, idle, url)
 
     def close(at: float) -> None:
         url, begin, inner = stack.pop()
@@ -105,55 +109,58 @@ def parse(text: str, until_ms: float) -> dict | None:
                     "runtime_ms": float(fields[3]), "entry": fields[4]}
         elif kind == "H" and count == 2 + len(runtime_heap.NODE):
             heap = dict(zip(runtime_heap.NODE, map(int, fields[2:])))
-        elif kind == "R" and count == 2:
-            hooks = float(fields[1])
-        elif kind == "B" and count == 3:
-            first = float(fields[2]) if first is None else first
+        elif kind == "R" and count == 3:
+            hooks = (float(fields[1]), float(fields[2]))
+        elif kind == "B" and count == 4:
+            first = (float(fields[2]), float(fields[3])) if first is None else first
             stack.append([fields[1], float(fields[2]), 0.0])
         elif kind == "E" and count == 3 and any(s[0] == fields[1] for s in stack):
             while stack[-1][0] != fields[1]:  # an inner one that threw: ends here too
                 close(float(fields[2]))
             close(float(fields[2]))
-        elif kind == "S" and count == 4:
-            sends.append((float(fields[3]), fields[1], fields[2]))
+        elif kind == "S" and count == 5:
+            sends.append((float(fields[3]), float(fields[4]), fields[2]))
         elif kind == "I" and count == 3:
             edges.setdefault(fields[1], set()).add(fields[2])
     while stack:
         close(until_ms)
     if head is None:
         return None
-    loading, linking = {}, None
+    loading, linking, wait = {}, None, None
     if hooks is not None and first is not None:
-        loading, linking = loading_spans(sorted(sends), hooks, first)
+        loading, linking, wait = loading_spans(sorted(sends), hooks, first)
     if "" in loading and head["entry"]:
         loading[head["entry"]] = loading.pop("") + loading.get(head["entry"], 0.0)
     modules = {url: {"evaluate_ms": evaluate.get(url, 0.0), "load_ms": loading.get(url, 0.0)}
                for url in {*evaluate, *loading}}
-    return {**head, "hooks_ms": hooks, "first_ms": first, "modules": modules,
-            "linking_ms": linking, "edges": edges, "heap": heap}
+    return {**head, "hooks_ms": None if hooks is None else hooks[0],
+            "first_ms": None if first is None else first[0], "modules": modules, "linking_ms": linking, "loader_wait_ms": wait, "edges": edges,
+            "heap": heap}
 
 
-def loading_spans(sends: list[tuple[float, str, str]], hooks_ms: float,
-                  first_ms: float) -> tuple[dict[str, float], float]:
-    """The main thread's ES module loading, from the hooks' start to the first evaluation,
-    cut at each of its requests to the loader thread (``sends``: ``(time, method, url)`` in
-    time order): each span is charged to the module the request that ends it is for, the
-    one the main thread was waiting for or compiling (a ``load`` of url: url's resolve
-    answered; a ``resolve`` from url: url was compiled, as an ES module asks for its
+def loading_spans(sends: list[tuple[float, float, str]], hooks: tuple[float, float],
+                  first: tuple[float, float]) -> tuple[dict[str, float], float, float]:
+    """The main thread's ES module loading, from the hooks' start to the first evaluation
+    (``hooks`` and ``first``: ``(time, idle)``), cut at each of its requests to the loader
+    thread (``sends``: ``(time, idle, url)`` in time order; idle: the event loop's idle ms so
+    far). Each span's busy part (the span less the idle time in it, where the main thread
+    waited for the loader thread's answers) is charged to the module the request that ends
+    it is for, the one the main thread was compiling or about to (a ``load`` of url: url's
+    resolve answered; a ``resolve`` from url: url was compiled, as an ES module asks for its
     imports' resolves right after its compile, and the load hook gives each one an import).
 
     Returns:
-        ``({url: ms}, the last span's ms)``: the last, from the last request to the first
-        evaluation, holds the graph's instantiation (no module's); the spans sum to
-        ``first_ms - hooks_ms``.
+        ``({url: busy ms}, the last span's busy ms, the idle ms of all spans)``: the last
+        span, from the last request to the first evaluation, holds the graph's
+        instantiation (no module's); the three sum to ``first`` less ``hooks`` in time.
     """
     spans: dict[str, float] = {}
-    before = hooks_ms
-    for at, _method, url in sends:
-        if hooks_ms <= at <= first_ms:
-            spans[url] = spans.get(url, 0.0) + at - before
-            before = at
-    return spans, first_ms - before
+    before, before_idle = hooks
+    for at, idle, url in sends:
+        if hooks[0] <= at <= first[0]:
+            spans[url] = spans.get(url, 0.0) + (at - before) - (idle - before_idle)
+            before, before_idle = at, idle
+    return spans, (first[0] - before) - (first[1] - before_idle), first[1] - hooks[1]
 
 
 def server_trace(texts: list[str], until_ms: float) -> dict | None:
@@ -194,10 +201,10 @@ def package_of(url: str, names: dict[str, str]) -> str:
 
 def attribute(trace: dict, names: dict[str, str]) -> dict:
     """One start's trace per package, in imports.attribute's shape: ``{import_ms,
-    interpreter_ms, http_ms: 0, linking_ms, distributions: {package: {self_ms,
-    cumulative_ms, modules}}}``: a module's self time is its loading and its evaluation;
-    ``import_ms`` their sum over the modules, ``interpreter_ms`` node's start before the
-    preload, ``linking_ms`` parse's; the entry script's package is imports.NOT_INSTALLED
+    interpreter_ms, http_ms: 0, linking_ms, loader_wait_ms, distributions: {package:
+    {self_ms, cumulative_ms, modules}}}``: a module's self time is its loading and its
+    evaluation; ``import_ms`` their sum over the modules, ``interpreter_ms`` node's start
+    before the preload, ``linking_ms`` and ``loader_wait_ms`` parse's; the entry script's package is imports.NOT_INSTALLED
     (the server's own code)."""
     main = package_of(trace["entry"], names) if trace["entry"] else None
     own = {url: sum(times.values()) for url, times in trace["modules"].items()}
@@ -214,7 +221,8 @@ def attribute(trace: dict, names: dict[str, str]) -> dict:
         reached = reachable([u for u, n in owner.items() if n == name], trace["edges"])
         entry["cumulative_ms"] = sum(own.get(u, 0.0) for u in reached)
     return {"import_ms": sum(own.values()), "interpreter_ms": trace["runtime_ms"],
-            "http_ms": 0.0, "linking_ms": trace["linking_ms"], "distributions": dists}
+            "http_ms": 0.0, "linking_ms": trace["linking_ms"],
+            "loader_wait_ms": trace["loader_wait_ms"], "distributions": dists}
 
 
 def reachable(roots: list[str], edges: dict[str, set[str]]) -> set[str]:
@@ -235,8 +243,8 @@ def applies(server: Server) -> bool:
 
 
 def measure(server: Server, settings: Settings) -> None:
-    """The ``imports`` block (``runtime`` "node", with ``linking_ms``) of a server that
-    ``applies``: RUNS traced starts; and its ``runtime_heap`` (V8's figures of each start,
+    """The ``imports`` block (``runtime`` "node", with ``linking_ms`` and ``loader_wait_ms``)
+    of a server that ``applies``: RUNS traced starts; and its ``runtime_heap`` (V8's figures of each start,
     read once it has answered: read_at_answer). A start without an answer, without a trace
     or without the loader hooks leaves the block out with the cause
     (``not_measured["imports"]``); the row is not failed."""
@@ -265,9 +273,9 @@ def measure(server: Server, settings: Settings) -> None:
                         f"within {HEAP_WAIT_S:g} s of SIGUSR2")
     block = imports.block(starts, {"classifiers": {}}, server.row.cold_start_median(),
                           server.transport, runtime="node")
-    linking = [a["linking_ms"] for _, a in starts]
-    server.row.imports = {**block, "linking_ms": None if None in linking
-                          else statistics.median(linking)}
+    parts = {key: [a[key] for _, a in starts] for key in ("linking_ms", "loader_wait_ms")}
+    server.row.imports = {**block, **{key: None if None in values else statistics.median(values)
+                                      for key, values in parts.items()}}
     server.row.skip_block("imports.other_transport", "the transport finding reads Python "
                           "distributions' classifiers only")
 

@@ -3,12 +3,15 @@
 // node. MCPSTART_NODE_TRACE names a folder; each node process appends tab-separated lines to
 // PID.tsv there, times in ms since the epoch (performance.timeOrigin + performance.now()):
 //   P  pid  time  ms since the process's time origin  entry URL    (the preload starts)
-//   R  time                                                        (the loader hooks run)
-//   B  url  time  /  E  url  time       a module's evaluation begins / ends (main thread):
+//   R  time  idle                                                  (the loader hooks run)
+//   B  url  time  idle  /  E  url  time   a module's evaluation begins / ends (main thread):
 //       an ES module by two statements added around its source by the load hook, a
 //       CommonJS file by Module.prototype.load (read, compile and run, nested requires in)
-//   S  method  url  time                the main thread asks the loader thread to resolve
+//   S  method  url  time  idle          the main thread asks the loader thread to resolve
 //       a specifier imported by url, or to load url (MessagePort.prototype.postMessage)
+//   idle: the main thread's event loop's idle ms so far (performance.eventLoopUtilization():
+//       time spent waiting in the loop's poll, as for the loader thread's answers; 0 before
+//       the loop starts)
 //   I  parent url  child url            an import edge (resolve hook, loader thread)
 //   L  url  time                        an ES module's source is ready (load hook, loader
 //       thread): its compile on the main thread starts at the earliest then
@@ -30,6 +33,7 @@ const folder = process.env.MCPSTART_NODE_TRACE;
 const fd = folder ? openSync(`${folder}/${process.pid}.tsv`, 'a') : null;
 const now = () => performance.timeOrigin + performance.now();
 const put = (...fields) => { if (fd !== null) writeSync(fd, fields.join('\t') + '\n'); };
+const idle = () => performance.eventLoopUtilization().idle;
 
 if (isMainThread && fd !== null) {
   const entry = process.argv[1] ? pathToFileURL(process.argv[1]).href : '';
@@ -39,11 +43,12 @@ if (isMainThread && fd !== null) {
     put('H', now(), usage.heapUsed, usage.heapTotal, getHeapStatistics().total_physical_size,
         usage.external, usage.arrayBuffers, usage.rss);
   });
-  globalThis[Symbol.for(KEY)] = (edge, url) => put(edge ? 'E' : 'B', url, now());
+  globalThis[Symbol.for(KEY)] = (edge, url) => (edge ? put('E', url, now())
+    : put('B', url, now(), idle()));
   const load = modules.default.prototype.load;
   modules.default.prototype.load = function traced(filename) {
     const url = pathToFileURL(filename).href;
-    put('B', url, now());
+    put('B', url, now(), idle());
     try {
       return load.call(this, filename);
     } finally {
@@ -53,13 +58,14 @@ if (isMainThread && fd !== null) {
   const post = MessagePort.prototype.postMessage;
   MessagePort.prototype.postMessage = function traced(message, ...rest) {
     if (message?.method === 'resolve' || message?.method === 'load') {
-      put('S', message.method, message.args[message.method === 'resolve' ? 1 : 0] ?? '', now());
+      put('S', message.method, message.args[message.method === 'resolve' ? 1 : 0] ?? '', now(),
+          idle());
     }
     return post.call(this, message, ...rest);
   };
   if (modules.register) {  // absent before Node.js 20.6: no R line, no ES module timed
     modules.register(import.meta.url);
-    put('R', now());
+    put('R', now(), idle());
   }
 }
 

@@ -61,7 +61,10 @@ def why(doc: dict, name: str | None = None) -> str:
                      + ("" if imports["interpreter_ms"] is None else
                         f"; the interpreter's own {fmt_ms(imports['interpreter_ms'])} ms apart")
                      + ("" if imports.get("linking_ms") is None else
-                        f"; linking the module graph {fmt_ms(imports['linking_ms'])} ms"))
+                        f"; linking the module graph {fmt_ms(imports['linking_ms'])} ms")
+                     + ("" if imports.get("loader_wait_ms") is None else
+                        "; waiting for the loader thread "
+                        f"{fmt_ms(imports['loader_wait_ms'])} ms"))
         lines.append("  per module (ms: init, packages):" if go else
                      "  per distribution (ms: cumulative, self, modules):")
         lines += [f"    {d['name']}: {fmt_ms(d['cumulative_ms'])}, "
