@@ -77,6 +77,14 @@ def test_banner_and_non_jsonrpc_lines_are_skipped_and_counted(fake):
     assert "skipped 5 stdout line(s)" in session.traffic.warnings()[0]["detail"]
 
 
+def test_a_last_line_that_starts_like_json_and_never_completes_is_counted():
+    """A line held to be joined to the next (a JSON value over several lines) is noise once
+    the server exits: counted and named, not dropped."""
+    with pytest.raises(Exited) as err:
+        handshake(Command(["sh", "-c", "echo one; echo '{two'; exit 3"]))
+    assert "it wrote 2 stdout line(s) that are not JSON-RPC, first: 'one'" in str(err.value)
+
+
 def test_handshake_is_timed_to_the_awaited_line_not_the_banner(fake):
     session = open_session(fake("--banner", "--slow-start", "1"))
     try:

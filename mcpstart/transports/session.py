@@ -455,6 +455,13 @@ class Session:
         self._count_noise_lines([])
         return None
 
+    def _unjoined(self) -> None:
+        """Lines held to be joined to a JSON value that never completed are noise once the
+        server has written its last (it exited, or the session ended)."""
+        if self._joined is not None:
+            self._count_noise_lines(self._joined)
+            self._joined = None
+
     def _count_noise_lines(self, lines: list[bytes]) -> None:
         self.traffic.noise_lines += len(lines)
         if lines and self.traffic.noise_example is None:
@@ -525,6 +532,7 @@ class Session:
         return self.transport.stderr_tail()
 
     def _with_stderr(self, cause: str) -> str:
+        self._unjoined()
         if self.traffic.stray_example:
             cause += ("; it sent a response mcpstart did not ask for: "
                       f"{self.traffic.stray_example!r}")
@@ -619,6 +627,7 @@ class Session:
         with interrupts.shielded():
             grace = self.waits.shutdown_grace_s if grace_s is None else grace_s
             self.ended = self.transport.shutdown(grace, self.waits.shutdown_grace_s)
+            self._unjoined()
             for note in self.transport.take_notes():  # those of exchanges no answer was
                 self.traffic.irregular[note] += 1  # awaited by this session (series, DELETEs)
             ended = self.transport.exit()
