@@ -116,6 +116,14 @@ class Comparison:
         return [row for row in self.rows if row.regression]
 
     @property
+    def untested(self) -> list[Row]:
+        """Timing rows whose NEW median is above their threshold but whose runs are too few
+        for the test to reach alpha: a slowdown the gate cannot judge (it does not fail it:
+        ``verdict`` and the text say it)."""
+        return [r for r in self.rows if r.verdict == "too few runs" and r.ratio is not None
+                and r.threshold_pct is not None and r.ratio > 1 + r.threshold_pct / 100]
+
+    @property
     def exit_status(self) -> int:
         """2: no server in both files (the wrong file, most likely); 1: a regression, or a
         server of OLD missing from NEW; 0: neither."""
@@ -125,7 +133,10 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """"no server in common", "regression", "server missing" or "ok"."""
+        """"no server in common", "regression", "server missing", "untested slowdown" (exit
+        status 0 with ``untested`` rows) or "ok"."""
+        if self.exit_status == 0 and self.untested:
+            return "untested slowdown"
         return {2: "no server in common", 0: "ok"}.get(
             self.exit_status, "regression" if self.regressions else "server missing")
 
@@ -557,6 +568,13 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
     elif regressions:
         lines.append(f"{_plural(len(regressions), 'regression')}: " + "; ".join(
             f"{r.server} {r.metric}" for r in regressions) + ".")
+    elif untested := comparison.untested:
+        runs = next(n for n in range(1, 100) if smallest_p(n, n) <= comparison.alpha)
+        lines.append(
+            f"No regression found, but {_plural(len(untested), 'median')} above the threshold "
+            f"could not be tested (too few runs; {runs} runs of each reach alpha "
+            f"{comparison.alpha:g}): " + "; ".join(
+                f"{r.server} {r.metric} new/old {r.ratio:.3f}" for r in untested) + ".")
     else:
         lines.append("No regression.")
     if comparison.common and comparison.only_old:
@@ -569,7 +587,8 @@ def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW"
     "regression", "server missing", "no server in common"), ``exit_status``, ``old``,
     ``new``, ``rules`` {``alpha``, ``thresholds_pct``, ``memory_noise_pct``, ``pair``},
     ``rows`` (each Row's fields, ``verdict`` being the metric's decision), ``regressions``
-    (``[{server, metric}]``), ``only_old``, ``only_new``, ``notes``, ``start_changes``
+    (``[{server, metric}]``), ``untested`` (``[{server, metric, ratio}]``: Comparison.
+    untested), ``only_old``, ``only_new``, ``notes``, ``start_changes``
     (``start_change.start_change`` per server) and ``build_changes`` (``build_change.
     build_change`` per server)."""
     return json.dumps({
@@ -580,6 +599,8 @@ def to_json(comparison: Comparison, old_name: str = "OLD", new_name: str = "NEW"
         "rows": [asdict(row) for row in comparison.rows],
         "regressions": [{"server": r.server, "metric": r.metric}
                         for r in comparison.regressions],
+        "untested": [{"server": r.server, "metric": r.metric, "ratio": r.ratio}
+                     for r in comparison.untested],
         "only_old": comparison.only_old, "only_new": comparison.only_new,
         "notes": comparison.notes, "start_changes": comparison.start_changes,
         "build_changes": comparison.build_changes,
