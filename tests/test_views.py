@@ -641,3 +641,16 @@ def test_measure_and_report_print_the_compact_table_on_a_terminal_only(monkeypat
     assert piped.stdout == full.stdout == table(json.loads(REFERENCE.read_text())) + "\n"
     assert terminal.stdout == table(json.loads(REFERENCE.read_text()), compact=True,
                                     width=80) + "\n"
+
+
+def test_the_session_memory_row_says_its_figure_is_a_fitted_slope():
+    """The figure is the least-squares slope over the readings, which the first and last
+    readings beside it need not give (5.1 MiB over 100 would be 52 KiB)."""
+    doc = json.loads(REFERENCE.read_text())
+    doc["servers"][0]["http"] = {"sessions_leak": {
+        "sessions": 100, "delete_status": [200], "rss_before_bytes": int(24.2 * 2**20),
+        "rss_after_bytes": int(29.3 * 2**20), "bytes_per_session": 37355.52,
+        "points": [[0, int(24.2 * 2**20)], [50, int(28.9 * 2**20)], [100, int(29.3 * 2**20)]]}}
+    line = next(l for l in table(doc).splitlines() if "kept per session" in l)
+    assert "(slope fitted to RSS readings; RSS first -> last)" in line
+    assert "36.5 KiB (24.2 -> 29.3 MiB over 100)" in line

@@ -520,7 +520,7 @@ HTTP_ROWS: list[Row] = [
         ("http.latency_ms.p95", "http.latency_ms.p99", "http.latency_ms.n")),
     Row("http.session_ms.median", "HTTP full session (initialize .. DELETE), median (ms)",
         _plain(fmt_ms)),
-    Row("http.sessions_leak.bytes_per_session", "HTTP memory kept per session (RSS before -> after)",
+    Row("http.sessions_leak.bytes_per_session", "HTTP memory kept per session (slope fitted to RSS readings; RSS first -> last)",
         _leak, ("http.sessions_leak.rss_before_bytes", "http.sessions_leak.rss_after_bytes")),
     *_load_rows("session", "a full session per iteration"),
     *_load_rows("calls", "calls on a session"),
