@@ -260,8 +260,9 @@ def output_path(value: str) -> Path:
     writable_folder(path)
     for target in (path, path.with_suffix(".toml")):
         if target.is_dir() or (target.exists() and not is_results_file(target)):
-            raise ValueError(f"{str(target)!r} exists and is not an mcpstart results file; "
-                             "not overwriting it")
+            copy = f", and the TOML copy of {str(path)!r} goes there" if target != path else ""
+            raise ValueError(f"{str(target)!r} exists and is not an mcpstart results file"
+                             f"{copy}; not overwriting it (give -o another name)")
     return path
 
 

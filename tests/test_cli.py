@@ -159,13 +159,16 @@ def test_skipped_toolchain_and_require_all(tmp_path):
     (["--format", "githb"], "'githb' is not csv, json or one of"),
     (["-o", ""], "is empty"),
     (["--protocol-version", " "], "is empty"),
-    (["-o", "{tmp}/pyproject.json"], "pyproject.toml' exists and is not an mcpstart results file"),
+    (["-o", "{tmp}/pyproject.json"], "pyproject.toml' exists and is not an mcpstart results "
+     "file, and the TOML copy of '{tmp}/pyproject.json' goes there; not overwriting it (give -o "
+     "another name)"),
     (["-o", "{tmp}/build-recipes/good.json"], "good.toml' exists and is not an mcpstart results"),
 ])
 def test_bad_options_are_refused_before_any_work(tmp_path, args, message):
     repo(tmp_path, {"good": []})
     (tmp_path / "pyproject.toml").write_text("[project]\n")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    message = message.replace("{tmp}", str(tmp_path))
     result = CliRunner().invoke(main, ["measure", "--recipes", str(tmp_path / "build-recipes"),
                                        "--cache-dir", str(tmp_path / "cache"), *args])
     assert result.exit_code == 2
