@@ -95,3 +95,22 @@ def test_a_metric_of_both_transports_comes_through_the_one_loop():
         assert row.instructions == {"bytes": size, "tokens": tokens}, row.name
         if tokens is None:
             assert "tokenizer" in row.not_measured["instructions.tokens"]
+
+
+def test_a_method_that_fails_in_a_run_is_said_at_once_and_fails_the_row_at_the_end():
+    """--call of a tool the server does not list: said after the first cold start (not
+    after every series), the handshakes still measured, the row failed with the cause."""
+    from mcpstart.wire import ToolCall
+
+    said = []
+    settings = fast(spawner=Spawner({"slow": Slow}), runs=3, warmup=1, round_trips=2,
+                    payload_bytes=2000, call=ToolCall("nosuch"))
+    results = run.measure([Server(ServerResult("s"), Command(["slow"]))], settings,
+                          ["mcpstart", "measure"], {}, progress=said.append)
+    texts = [str(getattr(s, "text", s)) for s in said]
+    cause = "tools/call nosuch: the server lists no such tool (it lists: reverse_text)"
+    at = texts.index(f"s: {cause} (not asked again; the row fails with it once its figures "
+                     "are measured)")
+    assert texts[at - 1] == "s: cold start warm-up 1/1" and texts.count(texts[at]) == 1
+    row = results.servers[0]
+    assert row.status == "failed" and row.reason == cause and row.handshake_ms["n"] == 3

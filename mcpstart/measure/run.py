@@ -200,8 +200,10 @@ def _cold_starts(servers: list[Server], steps: Steps, settings: Settings, order:
     ``settings.workload``, run only with one), each on the server's own transport (``Server.spawning``). Each
     run is recorded in ``results.run_sequence`` (the series' name after ``steps.tag``). A
     server whose run fails keeps its samples and leaves the later rounds (a direct or
-    offline run that fails stops only its own series). The results are rewritten after
-    each round (interleaved) or server (sequential)."""
+    offline run that fails stops only its own series); a method that failed in a run is
+    said through ``progress`` at once (Skips: not asked again; the row fails with it at
+    the end). The results are rewritten after each round (interleaved) or server
+    (sequential)."""
     runs = {"handshake": _one_run, "modern": modern_run, "dual": stdio_steps.dual_run,
             "workload": per_tool.cold_run}
     entries = {}
@@ -231,12 +233,16 @@ def _cold_starts(servers: list[Server], steps: Steps, settings: Settings, order:
                       len(sequence)))
         results.run_sequence.append({"series": steps.tag + series, "round": round_,
                                      "server": server.row.name, "warmup": warmup})
+        known = set(server.skips.causes)
         if series in ("direct", "offline"):
             launcher.run(server.launch, series, server.command, settings, round_,
                          server.before_spawn, server.traffic)
         elif not guard(server, lambda: runs[series](server, server.spawning(settings), warmup,
                                                     what), f"{what} {label}: "):
             server.stopped = True
+        for method in server.skips.causes.keys() - known:  # said at once, not at the end
+            progress(f"{server.row.name}: {server.skips.causes[method]} (not asked again; "
+                     "the row fails with it once its figures are measured)")
         _summarize(server, steps)
         if position + 1 == len(sequence) or \
                 group(sequence[position + 1]) != group(sequence[position]):
