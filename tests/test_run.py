@@ -181,3 +181,13 @@ def test_a_row_cut_short_by_a_signal_says_so():
     assert rows["a"]["handshake_ms"]["n"] == 1  # what was measured is kept
     assert rows["b"]["reason"] == ("cut short by SIGINT after 0 of 6 cold starts; not "
                                    "measured: revision matrix, tool session")
+
+
+def test_a_cut_short_row_counts_the_cold_starts_its_statistics_count():
+    """A cold start the signal cut short before its initialize answer (its server ended with
+    mcpstart's process group) is in the runs without a handshake: not counted, as the row's
+    ``handshake_ms`` does not count it."""
+    server = run.Server(ServerResult("a"), Command(["a"]))
+    server.runs = [{"warmup": True, "handshake": 3.0}, {"warmup": False, "handshake": 4.0},
+                   {"warmup": False, "handshake": None}]
+    assert run.cut_short(server, 6, "SIGINT").startswith("cut short by SIGINT after 1 of 6 ")

@@ -335,8 +335,11 @@ def _during(servers: list[Server], results: Results) -> str:
 def cut_short(server: Server, runs: int, signal_name: str) -> str:
     """The reason of a row an exit signal stopped before its last step: "cut short by SIGINT
     after 1 of 6 cold starts; not measured: revision matrix, tool session", or "...; stopped
-    in the tool session" when its idle memory was already read."""
-    counted = sum(1 for run in server.runs if not run.get("warmup"))
+    in the tool session" when its idle memory was already read. A cold start counts once it
+    got its initialize answer, as the row's statistics count it (stats.summarize_runs): one
+    the signal cut short before it is not."""
+    counted = sum(1 for run in server.runs
+                  if not run.get("warmup") and run.get("handshake") is not None)
     missing = ["revision matrix"] if "matrix" not in (server.row.protocol or {}) else []
     missing += ["tool session"] if server.row.memory is None else []
     return (f"cut short by {signal_name} after {counted} of {runs} cold starts"
