@@ -62,6 +62,14 @@ def _help_width() -> int:
     return max(min(columns or 80, 80) - 2, 50)
 
 
+ELSEWHERE = {
+    "history": "the runs kept in mcpstart-runs/ are drawn over time by `mcpstart plot "
+               "--kind history` and compared with `mcpstart compare @-1 NEW`",
+    "run": "`mcpstart measure` runs the measurements",
+    "export": "`mcpstart report FILE --export-csv OUT` (and --export-*) writes the exports"}
+"""Commands a user may look for that are options of another: where each is."""
+
+
 class _Main(click.Group):
     """Keeps the command line for the results file; exits in order (interrupts.orderly_exit);
     gives every command's help its width (_help_width)."""
@@ -73,6 +81,11 @@ class _Main(click.Group):
     def parse_args(self, ctx, args):
         ctx.meta["mcpstart.argv"] = ["mcpstart", *args]
         return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] in ELSEWHERE and args[0] not in self.commands:
+            raise click.UsageError(f"no command {args[0]!r}: {ELSEWHERE[args[0]]}", ctx)
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx):
         from .interrupts import orderly_exit

@@ -110,7 +110,8 @@ class ToolCall:
                 arguments are an object: MCP specification, server/tools, "Calling Tools").
         """
         if args is not None and name is None:
-            raise ValueError("--args needs --call TOOL")
+            raise ValueError("--args needs --call TOOL (--call reverse_text for the default "
+                             "tool)")
         if name is None:
             return None
         if args is None:

@@ -158,6 +158,7 @@ def test_skipped_toolchain_and_require_all(tmp_path):
     (["--timeout", "inf"], "inf is not a finite number of seconds"),
     (["--format", "githb"], "'githb' is not csv, json or one of"),
     (["-o", ""], "is empty"),
+    (["--args", "{}"], "--args needs --call TOOL (--call reverse_text for the default tool)"),
     (["--protocol-version", " "], "is empty"),
     (["-o", "{tmp}/pyproject.json"], "pyproject.toml' exists and is not an mcpstart results "
      "file, and the TOML copy of '{tmp}/pyproject.json' goes there; not overwriting it (give -o "
@@ -517,3 +518,11 @@ def test_a_memory_limit_above_the_machines_memory_is_said_not_to_bind(monkeypatc
     below = CliRunner().invoke(main, ["measure", "--memory-limit", "50", "-o", str(out),
                                       "--force", "--", str(tmp_path / "no-such-server")])
     assert below.exit_code == 1 and "cannot bind" not in below.stderr
+
+
+@pytest.mark.parametrize("name, where", [("history", "mcpstart plot --kind history"),
+                                         ("export", "mcpstart report FILE --export-csv OUT")])
+def test_a_command_that_is_an_option_of_another_is_pointed_to(name, where):
+    result = CliRunner().invoke(main, [name])
+    assert result.exit_code == 2 and f"no command {name!r}: " in result.output
+    assert where in result.output

@@ -211,6 +211,10 @@ def test_only_keeps_a_servers_variants_or_names_one(tmp_path):
         make_plan((), (), (), None, None, None, ("toy-http",), False, folder)
     assert str(err.value) == ("no server named toy-http; known: toy; the Streamable HTTP ones "
                               "(c-http, ...) with --transport http or both")
+    with pytest.raises(PlanError) as err:  # a reference name beside a server of one's own
+        make_plan((), ("mine=true",), (), None, None, None, ("toy",), False, folder)
+    assert str(err.value) == ("no server named toy; known: mine; beside servers you name, the "
+                              "reference set is not measured (--floor adds the C floor)")
 
 
 def test_report_puts_each_server_before_its_variants_in_version_order():

@@ -179,7 +179,8 @@ def make_plan(command: tuple[str, ...], server_specs: tuple[str, ...],
     if only:
         unknown = [n for n in only if n not in seen]
         if unknown:
-            other = "" if named or transport == "both" else (
+            other = ("; beside servers you name, the reference set is not measured (--floor "
+                     "adds the C floor)") if named else "" if transport == "both" else (
                 "; the Streamable HTTP ones (c-http, ...) with --transport http or both"
                 if transport == "stdio" else "; the stdio ones with --transport stdio or both")
             raise PlanError(f"no server named {', '.join(unknown)}; known: "
