@@ -16,6 +16,7 @@ Import-light: locust_mcp.py, run by Locust, imports this module too.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,16 @@ def address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def checked(text: str) -> str:
+    """``text`` once it is ``HOST:PORT`` (address).
+
+    Raises:
+        ValueError: as address.
+    """
+    address(text)
+    return text
+
+
 def master(bind: str | None) -> Master:
     """The master of one run: at ``bind`` (``HOST:PORT``, ``--load-master``: where remote
     workers reach it), else on a free loopback port."""
@@ -78,6 +89,25 @@ def worker_argv(locustfile: Path, host: str, port: int) -> list[str]:
     the same one; its configuration comes from the master)."""
     return [sys.executable, "-m", "locust", "-f", str(locustfile), "--worker",
             "--master-host", host, "--master-port", str(port), "--loglevel", "ERROR"]
+
+
+def serve(at: str, once: bool) -> int:
+    """``mcpstart load-worker HOST:PORT``: a worker of the master at ``at``, with this
+    mcpstart's locustfile (load.LOCUSTFILE), again after each run unless ``once`` (every
+    scenario of a measure run is a master of its own; a worker waits for the next master, by
+    Locust's own retries, up to 5 minutes). Returns the exit status: 0 served, 1 the worker
+    failed (its own output says why) or Locust is not installed."""
+    from .load import LOCUSTFILE, engine_version
+
+    if engine_version() is None:
+        print("mcpstart: Locust is not installed (pip install 'mcpstart[http]')",
+              file=sys.stderr)
+        return 1
+    host, port = address(at)
+    while True:
+        status = 0 if subprocess.call(worker_argv(LOCUSTFILE, host, port)) == 0 else 1
+        if once:
+            return status
 
 
 def share(worker: int, workers: int, user: int, users: int) -> tuple[int, int]:
