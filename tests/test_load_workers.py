@@ -33,7 +33,9 @@ def master_output() -> dict:
 
 
 def test_the_merge_keeps_every_record_unrounded_on_the_masters_clock():
-    merged = load_workers.merge(master_output())
+    merged = load_workers.merge(master_output(), 2)
+    assert merged["workers_missing"] == 0
+    assert load_workers.merge(master_output(), 3)["workers_missing"] == 1
     assert [w["index"] for w in merged["workers"]] == [0, 1]
     assert [w["requests"] for w in merged["workers"]] == [2, 3]
     assert [w["host"] for w in merged["workers"]] == ["h0", "h1"]

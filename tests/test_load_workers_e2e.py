@@ -80,7 +80,7 @@ def test_two_workers_merge_into_one_run_and_each_reports_its_cpu(c_http, capsys)
               f"counted {data['locust_requests']}), worker CPU "
               f"{[round(w['cpu_percent'], 1) for w in workers]} %, engine "
               f"{block['engine_cpu_percent']:.1f} %")
-    assert [w["index"] for w in workers] == [0, 1]
+    assert [w["index"] for w in workers] == [0, 1] and data["workers_missing"] == 0
     assert all(w["requests"] > 0 for w in workers)
     assert block["requests"] == sum(w["requests"] for w in workers) == len(data["records"])
     assert block["errors"]["total"] == 0
@@ -170,6 +170,7 @@ def test_a_worker_in_a_second_network_namespace_joins_and_is_merged(namespace, t
               f"({[w['requests'] for w in workers]} by worker, CPU "
               f"{[round(w['cpu_percent'], 1) for w in workers]} %), {block['rps']:.0f}/s")
     assert len(workers) == 2 and all(w["requests"] > 0 for w in workers)
+    assert data["workers_missing"] == 0
     assert block["requests"] == sum(w["requests"] for w in workers)
     assert block["errors"]["total"] == 0
     assert sum(w["pid"] in inside for w in workers) == 1

@@ -107,7 +107,7 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
     users, duration, timeout = settings.load_users, settings.load_s, settings.load_timeout_s
     block = summarize(data, samples, settings.load_rate if scenario in PACED else None)
     if "workers" in data:
-        block["workers"] = data["workers"]
+        block.update(workers=data["workers"], workers_missing=data["workers_missing"])
     block.update(engine=f"locust {version}", scenario=scenario, users=users,
                  duration_s=duration, timeout_s=timeout,
                  pinned_cpus={"server": sorted(server_cpus) if server_cpus else None,
@@ -130,7 +130,7 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
     its own report, in ``workers``).
 
     Raises:
-        LoadError: as run_scenario.
+        LoadError: as run_scenario; distributed, also when no worker sent its records.
     """
     version = engine_version()
     if version is None:
@@ -182,12 +182,15 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
         finally:
             for engine in engines:
                 _end(engine)
+        said = "; ".join(f"{path.name}: {_tail(path) or 'nothing'}" for path in logs)
         if not output.exists():
-            said = "; ".join(f"{path.name}: {_tail(path) or 'nothing'}" for path in logs)
             raise LoadError(f"the load engine (Locust {version}) exited with "
                             f"{engines[0].returncode} and no records; it said: {said}")
         data = json.loads(output.read_text())
-        return (load_workers.merge(data) if spread else data), samples, version
+        if spread and not data["workers"]:
+            raise LoadError(f"no load worker of Locust {version} sent its records; they said: "
+                            f"{said}")
+        return (load_workers.merge(data, workers) if spread else data), samples, version
 
 
 def _tail(path: Path) -> str:

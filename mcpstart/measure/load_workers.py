@@ -119,14 +119,15 @@ def share(worker: int, workers: int, user: int, users: int) -> tuple[int, int]:
     return worker + workers * user, workers * users
 
 
-def merge(data: dict) -> dict:
+def merge(data: dict, expected: int) -> dict:
     """The master's output (``{window, workers: [MESSAGE's data], histogram, ...}``) as one
     run's (load.summarize's ``data``): every worker's records and unfinished requests
     together, each worker's times moved onto the master's clock by the difference of the two
     windows' starts (a worker's window starts at the master's spawning_complete message; a
     remote machine's clock may differ from mcpstart's), latencies as measured; and
     ``workers``: per worker ``{index, host, pid, requests, cpu_percent}`` (its own CPU over its
-    window, 100 = one core), by index."""
+    window, 100 = one core), by index, and ``workers_missing``: how many of the ``expected``
+    sent none (then the figures are the others' alone)."""
     start = data["window"]["start"]
     records, unfinished, workers = [], [], []
     for worker in sorted(data["workers"], key=lambda w: w["index"]):
@@ -139,4 +140,5 @@ def merge(data: dict) -> dict:
                         "requests": len(worker["records"]) + len(worker["unfinished"]),
                         "cpu_percent": 100 * worker["cpu_s"] / worker["wall_s"]
                         if worker["wall_s"] else None})
-    return {**data, "records": records, "unfinished": unfinished, "workers": workers}
+    return {**data, "records": records, "unfinished": unfinished, "workers": workers,
+            "workers_missing": max(expected - len(workers), 0)}
