@@ -91,8 +91,10 @@ def test_one_local_worker_and_no_remote_one_is_one_process():
     (["--load-workers", "4", "--load-users", "3"], "at least the load workers"),
     (["--load-master", "nowhere"], "is not HOST:PORT"),
 ])
-def test_workers_the_run_cannot_have_are_refused_before_anything_runs(argv, said):
-    result = CliRunner().invoke(main, ["measure", "--transport", "http", *argv])
+def test_workers_the_run_cannot_have_are_refused_before_anything_runs(argv, said, tmp_path):
+    """(An empty recipe folder: were the options let through, the run would end at once.)"""
+    result = CliRunner().invoke(main, ["measure", "--transport", "http", "--recipes",
+                                       str(tmp_path), "-o", str(tmp_path / "out.json"), *argv])
     assert result.exit_code == 2 and said in result.output
 
 
