@@ -580,9 +580,10 @@ def load_worker(master, once) -> None:
     mcpstart's locustfile; the run's configuration (server address, scenario, calls) comes
     from its master. Each scenario is a run of its own: without --once the worker joins the
     next one until interrupted. Exit status: 0 served; 1 the worker failed; 2 bad input."""
+    from .measure.load import LOCUSTFILE, engine_version
     from .measure.load_workers import serve
 
-    sys.exit(serve(master, once))
+    sys.exit(serve(master, once, LOCUSTFILE, engine_version()))
 
 
 @main.command(short_help="Check the toolchains and what this machine gives mcpstart.",

@@ -91,21 +91,20 @@ def worker_argv(locustfile: Path, host: str, port: int) -> list[str]:
             "--master-host", host, "--master-port", str(port), "--loglevel", "ERROR"]
 
 
-def serve(at: str, once: bool) -> int:
+def serve(at: str, once: bool, locustfile: Path, version: str | None) -> int:
     """``mcpstart load-worker HOST:PORT``: a worker of the master at ``at``, with this
-    mcpstart's locustfile (load.LOCUSTFILE), again after each run unless ``once`` (every
+    mcpstart's ``locustfile`` (load.LOCUSTFILE; ``version``: Locust's, None where it is not
+    installed), again after each run unless ``once`` (every
     scenario of a measure run is a master of its own; a worker waits for the next master, by
     Locust's own retries, up to 5 minutes). Returns the exit status: 0 served, 1 the worker
     failed (its own output says why) or Locust is not installed."""
-    from .load import LOCUSTFILE, engine_version
-
-    if engine_version() is None:
+    if version is None:
         print("mcpstart: Locust is not installed (pip install 'mcpstart[http]')",
               file=sys.stderr)
         return 1
     host, port = address(at)
     while True:
-        status = 0 if subprocess.call(worker_argv(LOCUSTFILE, host, port)) == 0 else 1
+        status = 0 if subprocess.call(worker_argv(locustfile, host, port)) == 0 else 1
         if once:
             return status
 
