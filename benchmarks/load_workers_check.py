@@ -9,6 +9,10 @@ Targets (issue 29): with 2 workers on a 2-core machine (the engine's processes s
 core) the rate within 10% of one process's (the cost of distribution); the scale-out gain
 (as many workers as the engine's cores, at least 3 of them) measured only where at least 4
 cores exist, else said as not measured. mcpstart's count equals Locust's (ratio 1.00).
+Also printed: requests per CPU-second of the engine's processes together (master and
+workers), the cost of distribution where other work on the machine gives more processes more
+CPU time (the scheduler shares a busy core per process, so on a loaded machine two workers
+get more of it than one process).
 
     python benchmarks/load_workers_check.py [--rounds 5] [--seconds 5] [--users 10]
 """
@@ -32,15 +36,18 @@ GAIN_CORES = 4
 
 
 def run(server: Server, workers: int, seconds: float, users: int,
-        engine_cpus: frozenset[int] | None, server_cpus) -> tuple[float, int, int]:
-    """One "calls" run: ``(rps, mcpstart's request count, Locust's)``."""
+        engine_cpus: frozenset[int] | None) -> tuple[float, float, int, int]:
+    """One "calls" run: ``(rps, requests per engine CPU-second, mcpstart's request count,
+    Locust's)``."""
     settings = Settings(load_s=seconds, load_users=users, load_workers=workers)
     data, samples, _version = load.run_engine(server.endpoint, "calls", settings, CALL,
                                               server.processes, engine_cpus)
     block = load.summarize(data, samples)
     if block["errors"]["total"]:
         sys.exit(f"load_workers_check: {workers} worker(s): {block['errors']}")
-    return block["rps"] or 0.0, block["requests"], data["locust_requests"]
+    rps, cpu = block["rps"] or 0.0, block["engine_cpu_percent"]
+    return rps, 100 * rps / cpu if cpu else float("nan"), block["requests"], \
+        data["locust_requests"]
 
 
 def load_average() -> str:
@@ -62,20 +69,23 @@ def main() -> None:
           f"{args.users} users, against {FLOOR} on CPUs {sorted(server_cpus or [])}, the engine "
           f"on {sorted(engine_cpus or [])}; load average {load_average()}, {os.cpu_count()} "
           f"cores")
-    print(f"{'round':>5} {'workers':>7} {'rps':>9} {'mcpstart n':>10} {'Locust n':>9} "
-          f"{'n ratio':>7}")
+    print(f"{'round':>5} {'workers':>7} {'rps':>9} {'per CPU-s':>9} {'mcpstart n':>10} "
+          f"{'Locust n':>9} {'n ratio':>7}")
     rates: dict[int, list[float]] = {n: [] for n in counts}
+    thrift: dict[int, list[float]] = {n: [] for n in counts}
     exact = True
     server = Server(FLOOR, server_cpus)
     try:
         for round_ in range(args.rounds):
             order = counts if round_ % 2 == 0 else counts[::-1]
             for workers in order:
-                rps, mine, theirs = run(server, workers, args.seconds, args.users,
-                                        engine_cpus, server_cpus)
+                rps, per_cpu, mine, theirs = run(server, workers, args.seconds, args.users,
+                                                 engine_cpus)
                 rates[workers].append(rps)
+                thrift[workers].append(per_cpu)
                 exact &= mine == theirs
-                print(f"{round_ + 1:5} {workers:7} {rps:9,.0f} {mine:10} {theirs:9} "
+                print(f"{round_ + 1:5} {workers:7} {rps:9,.0f} {per_cpu:9,.0f} {mine:10} "
+                      f"{theirs:9} "
                       f"{mine / theirs if theirs else float('nan'):7.4f}")
     finally:
         server.close()
@@ -85,6 +95,9 @@ def main() -> None:
           f"{two:,.0f}/s: ratio {cost:.3f} (target {1 - COST:.2f} to {1 + COST:.2f}): "
           f"{'met' if abs(cost - 1) <= COST else 'MISSED'}; request counts equal to Locust's "
           f"in every run: {'met' if exact else 'MISSED'}")
+    one_cpu, two_cpu = statistics.median(thrift[1]), statistics.median(thrift[2])
+    print(f"requests per engine CPU-second: 1 worker {one_cpu:,.0f}, 2 workers {two_cpu:,.0f}: "
+          f"ratio {two_cpu / one_cpu:.3f}")
     if len(counts) > 2:
         many = statistics.median(rates[counts[2]])
         print(f"scale-out gain: {counts[2]} workers {many:,.0f}/s against 1 worker's "
