@@ -383,6 +383,13 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--load-rate", default=defaults.LOAD_RATE, type=click.FloatRange(min=0, min_open=True),
         check=_finite(),
         help="Requests/s of the fixed-rate load scenarios (closed and open loop), in all."),
+    opt("--load-workers", default=1, type=click.IntRange(1, 1024), metavar="N",
+        help="Run the load engine as a Locust master and N local workers, on the CPUs not "
+             "given to the server (1: one process)."),
+    opt("--load-remote-workers", default=0, type=click.IntRange(0, 1024), metavar="M",
+        help="Also wait for M workers started elsewhere by 'mcpstart load-worker HOST:PORT'."),
+    opt("--load-master", metavar="HOST:PORT", check=_lib(".measure.load_workers:checked"),
+        help="Where the load master listens for workers (default: a free loopback port)."),
     opt("--rebuild", is_flag=True, help="Rebuild the servers first."), sdk_opts, recipes_opt,
     cache_opt, require_all_opt, layer_opt, fmt_opt, full_opt, export_opts, quiet_opt)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -403,6 +410,12 @@ def measure(command, quiet, fmt, full, **kw) -> None:
             raise InputError("--workload names the tools to call: give it without --call "
                              "and --args")
         call = kw["workload"].calls[0]
+    if kw["load_remote_workers"] and kw["load_master"] is None:
+        raise InputError("--load-remote-workers needs --load-master HOST:PORT, the address "
+                         "the remote workers connect to")
+    if kw["load_users"] < kw["load_workers"] + kw["load_remote_workers"]:
+        raise InputError("--load-users must be at least the load workers (local and remote): "
+                         "a worker without users sends nothing")
 
     def show(outcome, display) -> None:
         shown = outcome.shown()
@@ -590,6 +603,25 @@ def html(results_files, output, labels, force) -> None:
     _refuse([output], force, results_files)
     _input(write, _load(results_files, "html"), output, list(labels) or None)
     _progress(f"wrote {output}")
+
+
+@main.command(short_help="Run a load worker for a master elsewhere (measure --load-master).",
+              epilog="\b\nExample, on a second machine (the first runs measure --load-master "
+                     "0.0.0.0:5557 --load-remote-workers 1):\n  mcpstart load-worker "
+                     "10.0.0.1:5557")
+@click.argument("master", metavar="HOST:PORT", callback=lambda _c, _p, value: _input(
+    _lib(".measure.load_workers:checked"), value))
+@apply(opt("--once", is_flag=True, help="Serve one run, then exit (default: one run after "
+                                      "another, until interrupted)."))
+def load_worker(master, once) -> None:
+    """Serve the load engine of a measure run elsewhere as one of its Locust workers, with
+    mcpstart's locustfile; the run's configuration (server address, scenario, calls) comes
+    from its master. Each scenario is a run of its own: without --once the worker joins the
+    next one until interrupted. Exit status: 0 served; 1 the worker failed; 2 bad input."""
+    from .measure.load import LOCUSTFILE, engine_version
+    from .measure.load_workers import serve
+
+    sys.exit(serve(master, once, LOCUSTFILE, engine_version()))
 
 
 @main.command(short_help="Check the toolchains and what this machine gives mcpstart.",

@@ -304,7 +304,7 @@ def test_bad_exports_are_refused_before_any_work(tmp_path, args, message):
 
 
 @pytest.mark.parametrize("command", [None, "build", "measure", "report", "compare", "plot",
-                                     "html", "doctor", "revisions", "why"])
+                                     "html", "doctor", "revisions", "why", "load-worker"])
 def test_every_help_ends_with_an_example(command):
     if command:
         assert command in main.commands
@@ -315,7 +315,7 @@ def test_every_help_ends_with_an_example(command):
     assert "Options:" not in tail and "Commands:" not in tail
     assert f"  mcpstart {command or ''}".rstrip() in tail
     assert set(main.commands) == {"build", "measure", "report", "compare", "plot", "html",
-                                  "doctor", "revisions", "why"}
+                                  "doctor", "revisions", "why", "load-worker"}
 
 
 def test_help_imports_nothing_heavy():

@@ -47,6 +47,7 @@ from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY
 from ..endpoint import Endpoint
 from ..transports.http import affinity
 from ..wire import SMALL_TEXT, ToolCall
+from . import load_workers
 from .settings import Settings
 
 SCENARIOS = ("session", "calls", "rate", "open")
@@ -105,6 +106,8 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
                                         engine_cpus)
     users, duration, timeout = settings.load_users, settings.load_s, settings.load_timeout_s
     block = summarize(data, samples, settings.load_rate if scenario in PACED else None)
+    if "workers" in data:
+        block.update(workers=data["workers"], workers_missing=data["workers_missing"])
     block.update(engine=f"locust {version}", scenario=scenario, users=users,
                  duration_s=duration, timeout_s=timeout,
                  pinned_cpus={"server": sorted(server_cpus) if server_cpus else None,
@@ -119,20 +122,28 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
     """One run of the engine (run_scenario's arguments): ``(data, samples, version)``, its
     records as locust_mcp.py writes them (``{window: {start, deadline}, records: [[name,
     start, ms, class, detail]], unfinished: [[name, start]], histogram, ...}``, times in
-    time.time() seconds), the _Sampler's samples and Locust's version.
+    time.time() seconds; distributed, the workers' merged, with ``workers``:
+    load_workers.merge), the _Sampler's samples and Locust's version. Distributed
+    (load_workers.distributed): a master and ``settings.load_workers`` local workers, all on
+    ``engine_cpus``, and ``settings.load_remote_workers`` that connect to the master at
+    ``settings.load_master``; the engine's CPU is then theirs together (a remote worker's is
+    its own report, in ``workers``).
 
     Raises:
-        LoadError: as run_scenario.
+        LoadError: as run_scenario; distributed, also when no worker sent its records.
     """
     version = engine_version()
     if version is None:
         raise LoadError("Locust is not installed (pip install 'mcpstart[http]')")
     users, duration, timeout = settings.load_users, settings.load_s, settings.load_timeout_s
+    workers = settings.load_workers + settings.load_remote_workers
+    spread = load_workers.distributed(settings)
     with tempfile.TemporaryDirectory(prefix="mcpstart-load-") as folder:
         config, output, log = (Path(folder) / n for n in ("config.json", "out.json", "log"))
         config.write_text(json.dumps({
             "host": endpoint.host, "port": endpoint.port, "path": endpoint.path,
             "headers": dict(endpoint.headers), "scenario": scenario, "users": users,
+            "workers": workers if spread else 1,
             "duration_s": duration, "timeout_s": timeout,
             "rate": settings.load_rate, "rate_per_user": settings.load_rate / users,
             "output": str(output),
@@ -140,30 +151,50 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
             **_workload(settings)}))
         argv = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless",
                 "--users", str(users), "--spawn-rate", str(max(users, 1000)),
-                "--run-time", f"{int(duration + timeout) + 2}s", "--stop-timeout",
-                str(int(timeout) + 1), "--only-summary", "--loglevel", "ERROR",
-                "--host", endpoint.url]
+                "--run-time", f"{int(duration + timeout + (START_S if spread else 0)) + 2}s",
+                "--stop-timeout", str(int(timeout) + 1), "--only-summary", "--loglevel",
+                "ERROR", "--host", endpoint.url]
+        local = []
+        if spread:
+            master = load_workers.master(settings.load_master)
+            argv += load_workers.master_argv(master, workers, START_S)
+            local = [load_workers.worker_argv(LOCUSTFILE, master.host, master.port)
+                     ] * settings.load_workers
         samples: list[tuple] = []
-        with open(log, "wb") as out, affinity(engine_cpus):
-            engine = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, start_new_session=True,
-                                      env={**os.environ, "MCPSTART_LOAD": str(config)})
+        engines: list[subprocess.Popen] = []
+        logs = [log] + [Path(folder) / f"worker-{n}.log" for n in range(len(local))]
         try:
-            sampler = _Sampler(processes, engine.pid, samples)
+            with affinity(engine_cpus):
+                for command, path in zip([argv, *local], logs):
+                    with open(path, "wb") as out:
+                        engines.append(subprocess.Popen(
+                            command, stdout=out, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "MCPSTART_LOAD": str(config)}))
+            sampler = _Sampler(processes, [e.pid for e in engines], samples)
             sampler.start()
             try:
-                engine.wait(duration + timeout + START_S)
+                engines[0].wait(duration + timeout + START_S * (2 if spread else 1))
             except subprocess.TimeoutExpired:
                 pass
             finally:
                 sampler.stop()
         finally:
-            _end(engine)
+            for engine in engines:
+                _end(engine)
+        said = "; ".join(f"{path.name}: {_tail(path) or 'nothing'}" for path in logs)
         if not output.exists():
-            tail = log.read_bytes()[-1500:].decode("utf-8", "replace").strip()
             raise LoadError(f"the load engine (Locust {version}) exited with "
-                            f"{engine.returncode} and no records; it said: {tail or 'nothing'}")
-        return json.loads(output.read_text()), samples, version
+                            f"{engines[0].returncode} and no records; it said: {said}")
+        data = json.loads(output.read_text())
+        if spread and not data["workers"]:
+            raise LoadError(f"no load worker of Locust {version} sent its records; they said: "
+                            f"{said}")
+        return (load_workers.merge(data, workers) if spread else data), samples, version
+
+
+def _tail(path: Path) -> str:
+    return path.read_bytes()[-1500:].decode("utf-8", "replace").strip()
 
 
 def _workload(settings: Settings) -> dict:
@@ -275,12 +306,13 @@ def _rate(samples: list[tuple], index: int) -> float | None:
 
 class _Sampler(threading.Thread):
     """Every SAMPLE_S: (time.time(), the server tree's CPU seconds, its RSS, the engine's
-    CPU seconds). Reads only /proc (psutil); touches no pipe or socket of a session."""
+    CPU seconds: its processes' together). Reads only /proc (psutil); touches no pipe or
+    socket of a session."""
 
-    def __init__(self, processes: list[psutil.Process], engine_pid: int, out: list):
+    def __init__(self, processes: list[psutil.Process], engine_pids: list[int], out: list):
         super().__init__(daemon=True)
         self.processes, self.out = processes, out
-        self.engine = psutil.Process(engine_pid)
+        self.engines = [psutil.Process(pid) for pid in engine_pids]
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -294,8 +326,8 @@ class _Sampler(threading.Thread):
                 except psutil.Error:
                     continue
             try:
-                times = self.engine.cpu_times()
-                engine = times.user + times.system + times.children_user + times.children_system
+                engine = sum(t.user + t.system + t.children_user + t.children_system
+                             for t in (e.cpu_times() for e in self.engines))
             except psutil.Error:
                 return
             self.out.append((time.time(), cpu, int(rss), engine))

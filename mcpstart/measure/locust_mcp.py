@@ -2,8 +2,10 @@
 (``python -m locust -f locust_mcp.py``, load.py starts it), never imported by mcpstart or
 its tests: Locust patches the process that imports it (gevent's monkey patching).
 
-Its configuration is the JSON file that ``MCPSTART_LOAD`` names: ``{host, port, path,
-headers, scenario, users, duration_s, timeout_s, rate, rate_per_user, output, call,
+Its configuration is the JSON text of the option ``--mcpstart-config`` (by default the file
+``MCPSTART_LOAD`` names; a master forwards it to its workers with the spawn message, so a
+worker on another machine gets it too), read at test_start: ``{host, port, path, headers,
+scenario, users, workers, duration_s, timeout_s, rate, rate_per_user, output, call,
 reversed}``:
 ``call`` the tools/call params, ``reversed`` whether the answer is checked as the reversal of
 ``call.arguments.text`` (reverse_text), else that the tool reported no error; with a workload
@@ -29,12 +31,20 @@ counts as a timeout error) and recorded unrounded (perf_counter) with its error 
 so Locust's own histogram holds it too. Users start together once all are spawned; the
 window ends ``duration_s`` later: no request starts after it, those in flight finish (or
 time out) and are counted; then the runner quits. ``output`` gets the records.
+
+Distributed (``workers`` in all, load_workers.py): the master runs no user; each worker's
+window starts at the master's spawning_complete message, its users take their share of the
+open loop's schedule (load_workers.share), and once its window is over and nothing is in
+flight it sends its records to the master (load_workers.MESSAGE) and its CPU seconds over the
+window; the master quits once every worker's have come (at most timeout_s + RECORDS_WAIT_S
+after the window) and writes them, as ``workers``, to ``output``.
 """
 
 import itertools
 import json
 import os
 import random
+import socket
 import time
 
 import gevent
@@ -44,8 +54,9 @@ from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed
 from locust import User, constant, constant_throughput, events, task
 from locust.exception import StopUser
+from locust.runners import MasterRunner, WorkerRunner
 
-from mcpstart.measure import arrivals
+from mcpstart.measure import arrivals, load_workers
 from mcpstart.transports.sse import EventStream
 
 geventhttpclient.client._may_retry_after_send_error = lambda _method: False
@@ -54,20 +65,24 @@ server closed the one it went out on: that retry would be a request no one count
 close an error no one sees. Every request is sent once; a close is its ``connection``
 error."""
 
-CONFIG = json.load(open(os.environ["MCPSTART_LOAD"], encoding="utf-8"))
+CONFIG: dict = {}
+"""The configuration (module doc), set at test_start."""
+RECORDS_WAIT_S = 5.0
+"""How long past a worker's own bound the master waits for its records."""
 META = "io.modelcontextprotocol/"
 RECORDS: list = []
 """[name, start (time.time), ms, class or None, detail or None] per finished request."""
 IN_FLIGHT: dict = {}
 WINDOW: dict = {"start": None, "deadline": None}
+CPU: dict = {}
+"""This process's CPU seconds at its window's start (``start``)."""
+WORKERS: list = []
+"""The master's: each worker's records (load_workers.MESSAGE's data)."""
 ENVIRONMENT: dict = {}
-OPEN = CONFIG["scenario"] == "open"
 INDEX = itertools.count()
 """Each user's place in the open loop's schedule."""
 SCHEDULING: set = set()
 """The open loop's users with slots not yet begun: the runner waits for them too."""
-CALLS = CONFIG.get("calls")
-"""A workload's calls (None: CONFIG["call"] alone)."""
 
 
 class Failed(Exception):
@@ -78,34 +93,73 @@ class Failed(Exception):
         self.klass, self.detail = klass, detail
 
 
+def _file_config() -> str:
+    path = os.environ.get("MCPSTART_LOAD")
+    return open(path, encoding="utf-8").read() if path else ""
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser):
+    parser.add_argument("--mcpstart-config", default=_file_config(), include_in_web_ui=False,
+                        help="mcpstart's load configuration (JSON; locust_mcp.py)")
+
+
 @events.init.add_listener
-def _init(environment, **_kw):
+def _init(environment, runner, **_kw):
     ENVIRONMENT["env"] = environment
+    if isinstance(runner, MasterRunner):
+        runner.register_message(load_workers.MESSAGE,
+                                lambda msg, **_kw: WORKERS.append(msg.data))
+
+
+@events.test_start.add_listener
+def _configure(environment, **_kw):
+    CONFIG.update(json.loads(environment.parsed_options.mcpstart_config))
 
 
 @events.spawning_complete.add_listener
 def _spawned(**_kw):
+    CPU["start"] = time.process_time()
     WINDOW["start"] = time.time()
     WINDOW["deadline"] = WINDOW["start"] + CONFIG["duration_s"]
     gevent.spawn_later(CONFIG["duration_s"], _quit)
 
 
 def _quit():
-    """At the window's end: once no request is in flight (at most timeout_s later), quit."""
+    """At the window's end: once no request is in flight (at most timeout_s later), quit; a
+    worker sends its records instead (the master quits), a master first waits for every
+    worker's (at most RECORDS_WAIT_S more)."""
     last = WINDOW["deadline"] + CONFIG["timeout_s"] + 0.2
     while (IN_FLIGHT or SCHEDULING) and time.time() < last:
         gevent.sleep(0.01)
     runner = ENVIRONMENT["env"].runner
+    if isinstance(runner, WorkerRunner):
+        runner.send_message(load_workers.MESSAGE, {
+            "index": runner.worker_index, "host": socket.gethostname(), "pid": os.getpid(),
+            "window": WINDOW, "records": RECORDS, "unfinished": _unfinished(),
+            "cpu_s": time.process_time() - CPU["start"], "wall_s": time.time() - WINDOW["start"]})
+        return
+    while (isinstance(runner, MasterRunner) and len(WORKERS) < CONFIG["workers"]
+           and time.time() < last + RECORDS_WAIT_S):
+        gevent.sleep(0.01)
     if runner is not None:
         runner.quit()
 
 
+def _unfinished() -> list:
+    return [[name, start] for name, start in IN_FLIGHT.values()]
+
+
 @events.quitting.add_listener
-def _write(**_kw):
-    stats = ENVIRONMENT["env"].stats.total
+def _write(environment, **_kw):
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    stats = environment.stats.total
     with open(CONFIG["output"], "w", encoding="utf-8") as out:
         json.dump({"window": WINDOW, "records": RECORDS,
-                   "unfinished": [[name, start] for name, start in IN_FLIGHT.values()],
+                   "unfinished": _unfinished(),
+                   **({"workers": WORKERS} if isinstance(environment.runner, MasterRunner)
+                      else {}),
                    "histogram": {str(k): v for k, v in stats.response_times.items()},
                    "locust_requests": stats.num_requests,
                    "locust_failures": stats.num_failures}, out)
@@ -131,18 +185,24 @@ def _message(body: bytes, content_type: str, rpc_id) -> dict:
 class McpUser(User):
     """One user: its own keep-alive connection, one request in flight."""
 
-    wait_time = (constant_throughput(CONFIG["rate_per_user"]) if CONFIG["scenario"] == "rate"
-                 else constant(CONFIG.get("think_s", 0)))
+    def wait_time(self):
+        return self.pace(self)
 
     def on_start(self):
+        self.pace = (constant_throughput(CONFIG["rate_per_user"])
+                     if CONFIG["scenario"] == "rate" else constant(CONFIG.get("think_s", 0)))
         self.http = self.client()
         self.session, self.version, self.next_id, self.stale = None, None, 1, None
         self.idle: list[HTTPClient] = []  # open: connections not carrying a call
         while WINDOW["start"] is None:
             gevent.sleep(0.005)
-        if OPEN:
+        if CONFIG["scenario"] == "open":
+            runner = ENVIRONMENT["env"].runner
+            index, stride = load_workers.share(max(runner.worker_index, 0),
+                                               CONFIG.get("workers", 1), next(INDEX),
+                                               runner.user_count)
             self.slots = arrivals.slots(WINDOW["start"], CONFIG["duration_s"], CONFIG["rate"],
-                                        CONFIG["users"], next(INDEX))
+                                        stride, index)
             SCHEDULING.add(self)
 
     def on_stop(self):
@@ -166,7 +226,7 @@ class McpUser(User):
             self.notify()
             self.call()
             self.delete()
-        elif OPEN:
+        elif CONFIG["scenario"] == "open":
             self.open_loop()
         else:
             if self.session is None:
@@ -222,8 +282,8 @@ class McpUser(User):
         self.exchange("notifications/initialized", "POST", body.encode(), self.headers(), None)
 
     def call(self, http: HTTPClient | None = None, intended: float | None = None):
-        if CALLS:
-            params = random.choices(CALLS, [c["weight"] for c in CALLS])[0]["params"]
+        if calls := CONFIG.get("calls"):
+            params = random.choices(calls, [c["weight"] for c in calls])[0]["params"]
             name = f"tools/call {params['name']}"
         else:
             params, name = CONFIG["call"], "tools/call"

@@ -71,6 +71,12 @@ class Settings:
         load_users: concurrent users of the load engine.
         load_timeout_s: per-request timeout under load (a stall counts as a timeout error).
         load_rate: requests per second of the fixed-rate scenarios (closed and open loop).
+        load_workers: the engine's local worker processes (1: one process, no master;
+            load_workers.py), on the CPUs not given to the server.
+        load_remote_workers: workers the master also waits for, each started on another
+            machine by ``mcpstart load-worker HOST:PORT``.
+        load_master: ``HOST:PORT`` the master listens on (remote workers need it); None: a
+            free loopback port.
         http_sessions: full sessions (initialize .. DELETE) timed per HTTP server, with the
             server's memory read before and after them.
         attribution: where each start goes (docs/startup.md): the tree's usage read at
@@ -115,6 +121,9 @@ class Settings:
     load_users: int = defaults.LOAD_USERS
     load_timeout_s: float = defaults.LOAD_TIMEOUT_S
     load_rate: float = defaults.LOAD_RATE
+    load_workers: int = 1
+    load_remote_workers: int = 0
+    load_master: str | None = None
     http_sessions: int = defaults.HTTP_SESSIONS
     attribution: bool = True
     memory_limit_bytes: int | None = None
@@ -155,6 +164,8 @@ class Settings:
             "env_keys": sorted(self.env),
             "transport": self.transport, "load_s": self.load_s, "load_users": self.load_users,
             "load_timeout_s": self.load_timeout_s, "load_rate": self.load_rate,
+            "load_workers": self.load_workers, "load_remote_workers": self.load_remote_workers,
+            "load_master": self.load_master,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
             "attribution": self.attribution, "memory_limit_bytes": self.memory_limit_bytes,
             "server_cpus": self.server_cpus, "process_layer": self.layer,

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
+parser.add_argument("--host", default="127.0.0.1", help="the address to listen on")
 parser.add_argument("--sse", action="store_true", help="answer requests with an event stream")
 parser.add_argument("--start-delay", type=float, default=0, help="seconds before listening")
 parser.add_argument("--status", type=int, default=0, help="answer tools/call with this status")
@@ -365,8 +366,8 @@ class Handler(BaseHTTPRequestHandler):
 
 if args.start_delay:
     time.sleep(args.start_delay)
-server = ThreadingHTTPServer(("127.0.0.1", 0 if args.own_port else args.port), Handler)
+server = ThreadingHTTPServer((args.host, 0 if args.own_port else args.port), Handler)
 server.daemon_threads = True
-sys.stdout.write(f"Uvicorn running on http://127.0.0.1:{server.server_address[1]}\n")
+sys.stdout.write(f"Uvicorn running on http://{args.host}:{server.server_address[1]}\n")
 sys.stdout.flush()
 server.serve_forever()
