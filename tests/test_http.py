@@ -352,6 +352,13 @@ def test_the_paced_scenario_records_whether_it_missed_its_asked_rate():
     assert load.summarize(data, [], 10.0)["rate_missed"] is False  # 9.0 of 10: within 10%
     assert load.summarize(data, [], 10.1)["rate_missed"] is True
     assert load.summarize(data, [])["rate_missed"] is None  # unpaced
+    # each user's one initialize is the session it calls on, not a call of the rate
+    data["records"] += [["initialize", 100.0, 3.0, None, None] for _ in range(10)]
+    assert load.summarize(data, [], 10.0)["rps"] == 14.0  # every request: 28 in 2 s
+    paced = load.summarize(data, [], 10.0, calls_only=True)
+    assert paced["rps"] == 9.0 and paced["latency_ms"]["n"] == 18
+    assert paced["latency_ms"]["p95"] == 1.0 and paced["by_request"]["initialize"]["n"] == 10
+    assert paced["requests"] == 28
     bound = warn.load_bound({"calls": 1569.4}, "c-http")
     assert bound["kind"] == "load_bound" and "calls (1569/s)" in bound["detail"]
     assert "the rate is the load engine's" in bound["detail"] and "c-http" in bound["detail"]

@@ -105,7 +105,8 @@ def run_scenario(endpoint: Endpoint, scenario: str, settings: Settings, call: To
     data, samples, version = run_engine(endpoint, scenario, settings, call, processes,
                                         engine_cpus)
     users, duration, timeout = settings.load_users, settings.load_s, settings.load_timeout_s
-    block = summarize(data, samples, settings.load_rate if scenario in PACED else None)
+    block = summarize(data, samples, settings.load_rate if scenario in PACED else None,
+                      calls_only=scenario != "session")
     if "workers" in data:
         block.update(workers=data["workers"], workers_missing=data["workers_missing"])
     block.update(engine=f"locust {version}", scenario=scenario, users=users,
@@ -241,19 +242,23 @@ def _server_busy(block: dict) -> bool:
     return cpu is not None and cpu >= SERVER_BUSY * 100 * cores
 
 
-def summarize(data: dict, samples: list[tuple], rate: float | None = None) -> dict:
+def summarize(data: dict, samples: list[tuple], rate: float | None = None,
+              calls_only: bool = False) -> dict:
     """The figures of one run from the engine's records and mcpstart's samples (module doc):
     ``{requests, rps, rate, rate_missed, latency_ms: {n, p50, p95, p99, mean, samples,
     histogram, source}, by_request: {name: {n, p50, p95, p99, mean, errors}}, errors:
     {total, by_class, examples}, in_flight_at_end, unfinished, cpu_percent, rss_bytes,
     engine_cpu_percent, usage}``; ``rate``: a fixed-rate scenario's asked requests/s (None:
-    unpaced; then ``rate_missed`` is None too)."""
+    unpaced; then ``rate_missed`` is None too). ``calls_only`` (the scenarios on kept
+    sessions): ``rps`` and ``latency_ms`` count the tool calls alone, not the session each
+    user opens once (its initialize, a stale session's DELETE: in ``by_request`` and
+    ``errors``), so a fixed rate reads as the calls asked for."""
     start, deadline = data["window"]["start"], data["window"]["deadline"]
     records = data["records"]
-    ends = [(r, r[1] + r[2] / 1000) for r in records]
-    done = [r for r, end in ends if start is not None and end <= deadline]
-    late = [r for r, end in ends if start is not None and end > deadline]
-    times = [r[2] for r in records]
+    counted = [r for r in records if not calls_only or r[0].startswith("tools/call")]
+    done = [r for r in counted if start is not None and r[1] + r[2] / 1000 <= deadline]
+    late = [r for r in records if start is not None and r[1] + r[2] / 1000 > deadline]
+    times = [r[2] for r in counted]
     by_class = {k: 0 for k in ERROR_CLASSES}
     examples = {}
     for r in records:
