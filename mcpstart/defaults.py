@@ -33,6 +33,10 @@ calibrated by benchmarks/load_check.py (autocannon on the same server process, d
 0.6 lies between the blocks that read well under autocannon's rate (the engine's figure) and
 those that read near it (the server's), where 0.8 left blocks at half of autocannon's rate
 unmarked (the calibration's figures: docs/figures.md, "Load: the engine-bound line")."""
+CEILING_OVER = 1.1
+"""A load block whose rate is more than 110% of its ceiling shows that the ceiling was not the
+engine's maximum (the floor was limited there by something else, e.g. the work of its answer,
+or by noise): the block is then not judged (engine_bound unknown) and the table says so."""
 SERVER_BUSY = 0.85
 """A server whose tree used 85% of the cores it was given over a load block is what limits
 the rate (measure/load.py), whatever share of the engine's ceiling that rate is: a server as

@@ -328,7 +328,11 @@ def test_a_block_at_the_engines_ceiling_is_engine_bound_and_printed_as_a_lower_b
     slow_floor = block("rate", 60.0, 100.0)
     assert load.engine_bound(block("rate", 58.0, 100.0), [slow_floor])["engine_bound"] is True
     rows = []
-    for name, rps in (("fast", 1569.0), ("slow", 400.0)):
+    # a rate well above its ceiling: that ceiling was not the engine's maximum; unknown
+    above = load.engine_bound(block("calls", 1800.0), [floor["calls"]])
+    assert (above["engine_bound"], above["ceiling_ratio"]) == (None, pytest.approx(1800 / 1569))
+    assert load.engine_bound(block("calls", 1700.0), [floor["calls"]])["engine_bound"] is True
+    for name, rps in (("fast", 1569.0), ("slow", 400.0), ("above", 1800.0)):
         blocks = [block("calls", rps), block("rate", 40.1 if name == "slow" else 100.2, 100.0)]
         for b in blocks:
             b.update(load.engine_bound(b, list(floor.values())))
@@ -340,6 +344,7 @@ def test_a_block_at_the_engines_ceiling_is_engine_bound_and_printed_as_a_lower_b
     text = table(doc, metrics=["http.load.calls.rps", "http.load.rate.rps"])
     assert ">= 1569 (engine-bound; ceiling 1569), 10 users" in text
     assert " 400 (ceiling 1569), 10 users" in text and ">= 400" not in text
+    assert " 1800 (ceiling 1569 below it: not the engine's maximum), 10 users" in text
     assert "40.1 of 100 asked (ceiling 100), 10 users" in text  # a missed pace says so
     assert " 100 (ceiling 100), 10 users" in text  # a kept pace does not
     assert ">= 100" not in text and "100.2 of" not in text

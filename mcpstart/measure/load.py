@@ -43,7 +43,7 @@ from pathlib import Path
 import psutil
 
 from .. import platforms
-from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY
+from ..defaults import CEILING_OVER, LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY
 from ..endpoint import Endpoint
 from ..transports.http import affinity
 from ..wire import SMALL_TEXT, ToolCall
@@ -223,15 +223,17 @@ def engine_bound(block: dict, ceilings: list[dict]) -> dict:
     engine, set both rates) and where the server's own tree used SERVER_BUSY of the cores it
     was given or more (then the server is what limits it, whatever share of the ceiling its
     rate is: a server as fast as the engine). ``engine_bound`` is None (unknown) without both
-    rates."""
+    rates, or when the rate is above CEILING_OVER of the ceiling (then the ceiling was not the
+    engine's maximum)."""
     ceiling = next((c for c in ceilings if c["scenario"] == block["scenario"]
                     and c.get("answer_shape") == block.get("answer_shape")), None)
     rps, top = block.get("rps"), (ceiling or {}).get("rps")
     if rps is None or not top:
         return {"ceiling_rps": top, "ceiling_ratio": None, "engine_bound": None}
     paced = ceiling.get("rate_missed") is False
-    return {"ceiling_rps": top, "ceiling_ratio": rps / top,
-            "engine_bound": not paced and rps >= LOAD_BOUND * top and not _server_busy(block)}
+    bound = None if rps > CEILING_OVER * top else (
+        not paced and rps >= LOAD_BOUND * top and not _server_busy(block))
+    return {"ceiling_rps": top, "ceiling_ratio": rps / top, "engine_bound": bound}
 
 
 def _server_busy(block: dict) -> bool:

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..defaults import LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY, THRESHOLD_PCT
+from ..defaults import CEILING_OVER, LOAD_BOUND, LOAD_PACE_MISS, SERVER_BUSY, THRESHOLD_PCT
 from ..results import dig, documents, is_floor, is_number, name_of, number, servers
 from ..stats import summarize
 from ..wire import MODERN_REVISION
@@ -467,12 +467,15 @@ def _load_rows(scenario: str, title: str) -> list[Row]:
 
     def rps(value, s) -> str:
         """"1353 (ceiling 1569)"; engine-bound: ">= 1569 (engine-bound; ceiling 1569)"; a
-        missed pace: "40.1 of 100 asked"."""
+        missed pace: "40.1 of 100 asked"; a rate above CEILING_OVER of its ceiling: "666
+        (ceiling 369 below it: not the engine's maximum)"."""
         ceiling, users = dig(s, f"{base}.ceiling_rps"), dig(s, f"{base}.users")
         bound = dig(s, f"{base}.engine_bound") is True
         asked = dig(s, f"{base}.rate") if dig(s, f"{base}.rate_missed") is True else None
+        over = is_number(ratio := dig(s, f"{base}.ceiling_ratio")) and ratio > CEILING_OVER
         notes = (["engine-bound"] if bound else []) + (
-            [] if ceiling is None else [f"ceiling {number(ceiling):.0f}"])
+            [] if ceiling is None else [f"ceiling {number(ceiling):.0f}"
+                                        + (" below it: not the engine's maximum" if over else "")])
         return (">= " * bound + (f"{number(value):.0f}" if asked is None
                                  else f"{number(value):.1f} of {number(asked):g} asked")
                 + (f" ({'; '.join(notes)})" if notes else "")
