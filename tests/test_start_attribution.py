@@ -3,6 +3,7 @@ per distribution, the transport finding (and its negative control on an HTTP ser
 start-usage block, the table's rows, the why view, the hyperfine export's user and system,
 and the switch that turns it all off."""
 
+import copy
 import json
 
 from click.testing import CliRunner
@@ -141,7 +142,18 @@ def test_rows_why_and_hyperfine_show_the_breakdown():
     assert cell(server, ROW_BY_PATH["imports.other_transport"]).startswith(
         "12.0 ms (24.0% of the profiled start): framework, zq-wire")
     text = why({"servers": [server]}, "py")
-    assert "sh: 25.0 (user 25.0 + system 0.00; wall 10.0; 2 runs)" in text
+    # 50 ms of CPU is 5 clock ticks: a split that is a tick or two landing on one side
+    assert "sh: 25.0 (user/system under 10 clock ticks; wall 10.0; 2 runs)" in text
+    assert cell(server, ROW_BY_PATH["start_usage.cpu_share"]).endswith(
+        "(CPU 50.0 ms; user/system under 10 clock ticks)")
+    busy = {**server, "start_usage": usage.block([_run(100.0, 600.0), _run(100.0, 400.0)])}
+    assert "sh: 250.0 (user 250.0 + system 0.00; wall 10.0; 2 runs)" in why(
+        {"servers": [busy]}, "py")
+    assert cell(busy, ROW_BY_PATH["start_usage.cpu_share"]).endswith(
+        "(CPU 500.0 ms: user 500.0 + system 0.00)")
+    one_tick = copy.deepcopy(busy)  # the parts known in one run of the two: not shown
+    one_tick["start_usage"]["user_ms"]["n"] = 1
+    assert "under 10 clock ticks" in cell(one_tick, ROW_BY_PATH["start_usage.cpu_share"])
     assert "imported for another transport: 12.0 ms" in text
     doc = {"servers": [server], "environment": {"hostname": "h"}}
     (result,) = series([doc])

@@ -390,16 +390,35 @@ def _caching(value, s) -> str:
     return text + ("" if first is None else f"; first call {fmt_ms(first)} ms")
 
 
+SPLIT_MIN_MS = 100.0
+"""The least CPU time whose user/system split is shown: 10 clock ticks (/proc/pid/stat counts
+them in ticks of 10 ms, USER_HZ 100: proc(5)), so each part is known to about 10%; below it
+the split is a tick or two landing on one side."""
+
+
+def user_system(cpu, user, system, same_runs: bool = True) -> str:
+    """": user 1235 + system 95.0" of ``cpu`` ms, or "; user/system under 10 clock ticks"
+    where the split cannot be read (``cpu`` under SPLIT_MIN_MS, or the parts not known for
+    the runs ``cpu`` counts: ``same_runs`` False), or "" where it is not known at all."""
+    if None in (user, system):
+        return ""
+    if not same_runs or not is_number(cpu) or cpu < SPLIT_MIN_MS:
+        return "; user/system under 10 clock ticks"
+    return f": user {fmt_ms(user)} + system {fmt_ms(system)}"
+
+
 def cpu_split(_value, server: dict) -> str | None:
     """"48% CPU, 52% waiting (CPU 1331 ms: user 1235 + system 95.0)": the start's CPU
-    against waiting, or None."""
+    against waiting (``user_system``), or None."""
     usage = server.get("start_usage") or {}
     if usage.get("cpu_share") is None:
         return None
-    user, system = dig(usage, "user_ms.median"), dig(usage, "system_ms.median")
-    parts = "" if None in (user, system) else f": user {fmt_ms(user)} + system {fmt_ms(system)}"
+    cpu = dig(usage, "cpu_ms.median")
+    parts = user_system(cpu, dig(usage, "user_ms.median"), dig(usage, "system_ms.median"),
+                        dig(usage, "user_ms.n") == dig(usage, "cpu_ms.n")
+                        == dig(usage, "system_ms.n"))
     return (f"{usage['cpu_share'] * 100:.0f}% CPU, {usage['waiting_share'] * 100:.0f}% waiting "
-            f"(CPU {fmt_ms(dig(usage, 'cpu_ms.median'))} ms{parts})")
+            f"(CPU {fmt_ms(cpu)} ms{parts})")
 
 
 def top_packages(_value, server: dict, count: int = 3) -> str | None:

@@ -6,7 +6,7 @@ table's rows show."""
 from __future__ import annotations
 
 from ..results import cold_start_median, dig, name_of, servers
-from .table import cpu_split, fmt_mib, fmt_ms, other_transport, start_shares
+from .table import cpu_split, fmt_mib, fmt_ms, other_transport, start_shares, user_system
 
 def why(doc: dict, name: str | None = None) -> str:
     """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``,
@@ -45,11 +45,7 @@ def why(doc: dict, name: str | None = None) -> str:
                      f"{_bytes(dig(usage, 'read_bytes.median'))}")
         lines.append("  processes (CPU ms, median, by command name; wall: its part of the "
                      "launcher line):")
-        lines += [f"    {p['name']}: {fmt_ms(p['cpu_ms'])} ("
-                  + ("" if p["user_ms"] is None else
-                     f"user {fmt_ms(p['user_ms'])} + system {fmt_ms(p['system_ms'])}; ")
-                  + ("" if p.get("wall_ms") is None else f"wall {fmt_ms(p['wall_ms'])}; ")
-                  + f"{p['runs']} runs)" for p in usage["processes"]]
+        lines += [_process(p) for p in usage["processes"]]
     imports = row.get("imports")
     if imports:
         go = imports.get("runtime") == "go"
@@ -102,3 +98,12 @@ def why(doc: dict, name: str | None = None) -> str:
 
 def _bytes(value) -> str:
     return "-" if value is None else f"{value / 1024:.0f} KiB"
+
+
+def _process(p: dict) -> str:
+    """One process line of the start's usage: "    node: 1235 (user 1100 + system 135; wall
+    880; 6 runs)" (the split as ``table.user_system`` shows it)."""
+    parts = [user_system(p["cpu_ms"], p["user_ms"], p["system_ms"]).lstrip(":; ")]
+    parts += [] if p.get("wall_ms") is None else [f"wall {fmt_ms(p['wall_ms'])}"]
+    return f"    {p['name']}: {fmt_ms(p['cpu_ms'])} (" + "; ".join(
+        [x for x in parts if x] + [f"{p['runs']} runs"]) + ")"
