@@ -3,7 +3,8 @@ long-form CSV and JSON and the same hyperfine exports, byte for byte, as 0.2.0 p
 (tests/fixtures/v0_2_0), and the same Markdown table but for what a later issue changed on
 purpose: sizes under 0.1 MiB in KiB or bytes, notes only for the metrics shown, the floor's
 column named as the floor, a note several servers share printed once naming them, processes
-sharing an executable counted, not named (the .md files hold that), and the startup budget appended to the
+sharing an executable counted, not named, a second large call's peak more than 10% above the
+first's shown beside it (the .md files hold that), and the startup budget appended to the
 long-form CSV and JSON (the faults.csv and faults.records.json files end with it; every line
 before it is as 0.2.0 printed it)."""
 

@@ -307,12 +307,19 @@ def _processes(value, _s) -> str:
     return f"{count}: {' + '.join(shares)} MiB"
 
 
+AGAIN_OVER = 1.1
+"""A second large call's sampled peak is shown beside the first's exact one where it is more
+than 10% higher: below that, the two readings' own spread (sampling, the allocator)."""
+
+
 def _peak(value, s) -> str:
     """The headline peak and its method; beside an exact first-call peak, the second call's
-    sampled peak where it is higher ("266.3 (vmhwm; again: >= 481.0)": the same call on the
-    same session can cost more than the first, a runtime keeping the first call's memory)."""
+    sampled peak where it is more than AGAIN_OVER higher ("266.3 (vmhwm; again: >= 481.0)":
+    the same call on the same session can cost more than the first, a runtime keeping the
+    first call's memory)."""
     method, again = dig(s, "memory.peak_method"), dig(s, "memory.peak_rss_bytes_sampled")
-    if method == "vmhwm" and is_number(again) and is_number(value) and again > value:
+    if method == "vmhwm" and is_number(again) and is_number(value) \
+            and again > AGAIN_OVER * value:
         return f"{fmt_mib(value)} (vmhwm; again: >= {fmt_mib(again)})"
     return fmt_mib(value) + ("" if method is None else f" ({_text(method)})")
 
@@ -863,7 +870,8 @@ def warning_text(warning) -> str:
 PEAK_METHODS = {
     "vmhwm": "vmhwm: the kernel's exact high-water mark (VmHWM, reset before the call) of a "
              "one-process server during the first large call; \"again: >= N\": the sampled "
-             "peak of the same call made a second time, where it was higher (a lower bound)",
+             "peak of the same call made a second time, where more than 10% higher (a lower "
+             "bound)",
     "sampled": "sampled: the largest sum of the tree's RSS, read every {ms} ms during a second "
                "large call (a lower bound: a spike shorter than {ms} ms can be missed)",
 }
