@@ -14,6 +14,7 @@ import math
 import re
 import subprocess
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,18 @@ def test_a_server_whose_index_does_not_load_never_answers(built, tmp_path):
             proc.kill()
             stdout = proc.communicate()[0]
         assert code not in (None, 0) and stdout == b"", (name, code, stdout[:200])
+
+
+def test_read_file_refuses_a_symbolic_link_out_of_its_root(built, tmp_path):
+    """On a corpus folder of the index and a link to /etc/passwd, reading the link is refused."""
+    (tmp_path / "leak").symlink_to("/etc/passwd")
+    first = Path("/etc/passwd").read_text().splitlines()[0]
+    for name, (command, corpus) in built.items():
+        (tmp_path / "index.json").unlink(missing_ok=True)
+        (tmp_path / "index.json").symlink_to(corpus / "index.json")
+        argv = [str(tmp_path) if a == str(corpus) else a for a in command.argv]
+        with stdio_client(replace(command, argv=argv), tmp_path / f"{name}.log") as request:
+            answer = request({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                              "params": {"name": "read_file", "arguments": {"path": "leak"}}})
+        assert "error" in answer or answer["result"].get("isError"), (name, answer)
+        assert first not in json.dumps(answer), (name, answer)
