@@ -232,15 +232,16 @@ def test_reference_http_recipes_are_built_by_name_only():
 def test_workload_recipes_serve_the_reference_sdk_versions():
     folder = Path(__file__).parent.parent / recipes.WORKLOAD_RECIPE_FOLDER
     workloads = load_recipes(folder, transport=None)
-    assert len(workloads) == 12 and {r.workload for r in workloads} == {"benchmark"}
+    assert len(workloads) == 15
+    assert {r.workload for r in workloads} == {"benchmark", "search"}
     reference = {r.name: r for r in load_recipes(folder.parent / "build-recipes", transport=None)}
     assert not {r.workload for r in reference.values()} - {None}
     for recipe in workloads:
         stdio = load_recipe(folder / f"{recipe.name.removesuffix('-http')}.toml")
         assert recipe.source_dir == stdio.source_dir  # one program serves both transports
         assert recipe.transport == ("http" if recipe.name.endswith("-http") else "stdio")
-        assert (recipe.sdk, recipe.sdk_version) == (reference[stdio.name].sdk,
-                                                    reference[stdio.name].sdk_version)
+        assert (recipe.sdk, recipe.sdk_version) == (reference[recipe.language].sdk,
+                                                    reference[recipe.language].sdk_version)
 
 
 VERSIONS = {
