@@ -6,7 +6,9 @@ compiled as overhead.py does) right before or after it, alternating which goes f
 round, then the direct command. A Python start is noisy (under load its spread is wider than
 the 5% target, so two medians of separate series miss it by chance): each round's ratio of
 the sum of parts to the harness's start of the same round is taken, so that the machine's
-drift cancels in each ratio, and their median is held to the target.
+drift cancels in each ratio, and their median is held to the target: met within it; MISSED
+when the median's confidence interval (stats.median_ci) lies wholly outside it; else
+inconclusive, the starts too noisy to tell (the interval printed).
 
 Per launcher it prints the parts of the last start (process, wall ms), the per-round ratios
 sum of parts / harness and their median against the target: within 5% (issue 26), and both
@@ -42,7 +44,7 @@ from mcpstart.measure import usage
 from mcpstart.measure.client import Skips
 from mcpstart.measure.cold import cold_start
 from mcpstart.measure.settings import Settings
-from mcpstart.stats import summarize
+from mcpstart.stats import median_ci, summarize
 from mcpstart.targets.build import cache_root
 from mcpstart.transports.tree import child_subreaper
 from launcher_check import REVISION, arguments, built, npx_package  # this folder's
@@ -96,12 +98,17 @@ def check(name: str, launched: Command, direct: Command, binary: Path, args) -> 
         ratios.append(timed["mcpstart"] / timed["launched"])
         launcher_shares.append(sum(ms for _, ms in last[:-1]))
     ratio = statistics.median(ratios)
+    low, high, level = median_ci(ratios)
     met = abs(ratio - 1) <= TARGET
+    verdict = "met" if met else (
+        "MISSED" if low > 1 + TARGET or high < 1 - TARGET else
+        f"inconclusive (the interval reaches within {TARGET:.0%})")
     overhead = summarize([a - b for a, b in zip(theirs["launched"], theirs["direct"])])
     print(f"{name}: parts of the last start: "
           + ", ".join(f"{n} {ms:.1f}" for n, ms in last) + " ms")
     print("  sum of parts / harness, per round: " + " ".join(f"{r:.3f}" for r in ratios)
-          + f"; median {ratio:.3f}; target within {TARGET:.0%}: {'met' if met else 'MISSED'}")
+          + f"; median {ratio:.3f} [{low:.3f}, {high:.3f}] ({level:.0%} interval); target "
+          f"within {TARGET:.0%}: {verdict}")
     print(f"  medians: sum of parts {statistics.median(starts):.1f} ms, harness "
           f"{statistics.median(theirs['launched']):.1f} ms")
     print(f"  for reference: launcher parts (median) {statistics.median(launcher_shares):.1f} ms;"
