@@ -14,15 +14,18 @@ distributions of the last profiled start. Asserts nothing.
 ``--compare OLD NEW`` (two built servers, e.g. ``python@2.2.0 python``) is the hand check of
 ``mcpstart compare``'s "what changed in the start": ``python -X importtime -c 'import
 <module>'`` in each server's environment, OLD and NEW alternating (order swapped round by
-round), ``--rounds`` each (5 by default here), read by this script's own parser (the subtree
-of the server module's import, summed per distribution by the environment's
-``importlib.metadata.packages_distributions()``: self time of every module, as compare ranks
-them, and cumulative time of the outermost module of each run of one distribution); the
-medians' largest self-time differences with the exact two-sided p over the rounds (the
-statistics are compare's, the runs and the parser are not), the largest beyond noise by
-compare's rule (p <= 0.1, the median moved more than ``--threshold``, 10%),
-the distributions imported on one side only, and with ``--results FILE`` (holding both
-servers) what mcpstart's compare names first and whether the first agrees.
+round), ``--rounds`` each (7 by default here, as ``measure --sdk``'s profiled starts), read
+by this script's own parser (the subtree of the server module's import, summed per
+distribution by the environment's ``importlib.metadata.packages_distributions()``: self time
+of every module, as compare ranks them, and cumulative time of the outermost module of each
+run of one distribution); the medians' largest self-time differences with the exact
+two-sided p over the rounds, adjusted over the distributions of both sides (the statistics
+are compare's, start_change.family; the runs and the parser are not); the first difference
+by compare's rule (the largest with adjusted p <= 0.1 that moved more than ``--threshold``,
+10%, and 1% of the whole import; else "inconclusive" with the largest change and its p);
+the distributions imported on one side only; and with ``--results FILE`` (holding both
+servers) mcpstart compare's first difference and whether the two agree (both name the same
+distribution, or both are inconclusive).
 
 Usage: python benchmarks/import_time_check.py [--rounds 7] [--cache-dir DIR] [--sdk LANG=SPEC]
            [NAMES...]
@@ -46,7 +49,7 @@ from mcpstart.measure.settings import Settings
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 from mcpstart.targets.variants import with_variants
-from mcpstart.views.start_change import NOISE_ALPHA, two_sided_p
+from mcpstart.views.start_change import RELEVANT_SHARE, family
 from mcpstart.transports.tree import child_subreaper
 
 HERE = Path(__file__).parent
@@ -121,41 +124,65 @@ def compare_by_hand(recipes, args) -> None:
     medians = [{n: {k: statistics.median(r.get(n, {}).get(k, 0.0) for r in side["runs"])
                     for k in ("self", "cumulative")}
                 for n in {n for r in side["runs"] for n in r}} for side in sides]
-    both = [n for n in medians[0] if n in medians[1]]
-    selfs = [{n: [r.get(n, {}).get("self", 0.0) for r in side["runs"]] for n in both}
-             for side in sides]
-    changes = sorted(((n, medians[1][n]["self"] - medians[0][n]["self"],
-                       medians[1][n]["cumulative"] - medians[0][n]["cumulative"],
-                       two_sided_p(selfs[0][n], selfs[1][n])) for n in both),
-                     key=lambda c: -abs(c[1]))
-    beyond = [c for c in changes if c[3] <= NOISE_ALPHA
-              and abs(c[1]) > abs(medians[0][c[0]]["self"]) * args.threshold / 100]
+    pairs = {n: tuple([r.get(n, {}).get("self", 0.0) for r in side["runs"]] for side in sides)
+             for n in medians[0] if n in medians[1]}
+    whole = medians[0][OWN]["cumulative"]
+    changes = family(pairs, args.threshold, RELEVANT_SHARE * whole)
     print(f"-X importtime by hand, {args.rounds} rounds each, alternating: {old['name']} -> "
           f"{new['name']} (median ms of self time, as compare; cumulative beside; {OWN}'s "
-          f"cumulative, the whole import: "
-          f"{medians[0][OWN]['cumulative']:.1f} -> {medians[1][OWN]['cumulative']:.1f})")
-    for n, self_ms, cumulative, p in changes[:5]:
-        print(f"  {n}: {medians[0][n]['self']:.1f} -> {medians[1][n]['self']:.1f}"
-              f" ({self_ms:+.1f}, {self_ms / medians[0][n]['self']:+.0%}, p = {p:.2g}; "
-              f"cumulative {cumulative:+.1f})")
+          f"cumulative, the whole import: {whole:.1f} -> {medians[1][OWN]['cumulative']:.1f}; "
+          f"p adjusted over the {len(changes)} distributions of both, as compare)")
+    for c in changes[:5]:
+        n = c["name"]
+        print(f"  {n}: {c['old_ms']:.1f} -> {c['new_ms']:.1f} ({c['change_ms']:+.1f}, "
+              f"{c['change_ms'] / c['old_ms']:+.0%}, p = {c['p']:.2g}, {c['p_raw']:.2g} alone; "
+              f"cumulative {medians[1][n]['cumulative'] - medians[0][n]['cumulative']:+.1f})"
+              + (" beyond noise" if c["changed"] else ""))
     for word, mine, other in (("added", medians[1], medians[0]),
                               ("gone", medians[0], medians[1])):
         only = sorted((n for n in mine if n not in other), key=lambda n: -mine[n]["self"])
         print(f"  {word} (self): " + (", ".join(f"{n} {mine[n]['self']:.1f}" for n in only)
                                       or "none"))
+    by_hand = first(changes, len(changes))
+    print(f"  by hand, first difference: {by_hand}")
     if args.results:
         from mcpstart.views.compare import compare, variant_pair
 
         doc = json.loads(Path(args.results).read_text())
         (found,) = compare(*variant_pair(doc, *args.compare), same_run=True).start_changes
-        named = (found["imports"] or {}).get("distributions") or []
-        print("  mcpstart compare names first: " + (
-            f"{named[0]['name']} ({named[0]['change_ms']:+.1f} ms, p = {named[0]['p']:.2g})"
-            if named else "no distribution beyond noise"))
-        first = beyond[0][0] if beyond else None
-        print(f"  largest by hand: {changes[0][0]} ({changes[0][1]:+.1f} ms); largest by hand "
-              f"beyond noise (the same rule, on these rounds): {first or 'none'}; "
-              f"first agrees: {'yes' if (named[0]['name'] if named else None) == first else 'NO'}")
+        block = found["imports"] or {}
+        named = block.get("distributions") or []
+        theirs = first(named or [c for c in [block.get("largest")] if c],
+                       block.get("family", 0))
+        print(f"  mcpstart compare ({block.get('n_old')} vs {block.get('n_new')} profiled "
+              f"starts), first difference: {theirs}")
+        print(f"  first agrees: {verdict_agrees(by_hand, theirs)}")
+
+
+def first(changes: list[dict], tested: int) -> str:
+    """The first difference as the noise rule names it: the largest change beyond noise,
+    else "inconclusive" with the largest change and its p; "none tested" without any."""
+    named = [c for c in changes if c["changed"]]
+    if named:
+        c = named[0]
+        return f"{c['name']} ({c['change_ms']:+.1f} ms, p = {c['p']:.2g} over {tested})"
+    if not changes:
+        return "none tested"
+    c = changes[0]
+    return (f"inconclusive (p = {c['p']:.2g} over {tested}; the largest, {c['name']} "
+            f"{c['change_ms']:+.1f} ms, {c['p_raw']:.2g} alone)")
+
+
+def verdict_agrees(mine: str, theirs: str) -> str:
+    """"yes" when both name the same distribution or both are inconclusive, else "NO" (an
+    inconclusive side against a named one says which)."""
+    words = mine.split()[0], theirs.split()[0]
+    if words[0] == words[1]:
+        return "yes" + (" (both inconclusive)" if words[0] == "inconclusive" else "")
+    if "inconclusive" in words:
+        return "NO: " + ("by hand" if words[0] == "inconclusive" else "mcpstart") + \
+            " is inconclusive where the other names one"
+    return "NO"
 
 
 def main() -> None:
@@ -170,7 +197,7 @@ def main() -> None:
                         help="with --compare: compare's time threshold, percent")
     parser.add_argument("names", nargs="*", default=["python"])
     args = parser.parse_args()
-    args.rounds = args.rounds or (5 if args.compare else 7)
+    args.rounds = args.rounds or 7
     print(f"{args.rounds} rounds, alternating; load average at start "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
     recipes, _notes = with_variants(load_recipes(HERE.parent / "build-recipes"),

@@ -360,6 +360,10 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--attribution/--no-attribution", default=True,
         help="Where each start goes: CPU and waits; Python imports, Go package inits, JVM "
              "classes, Node.js module evaluation."),
+    opt("--profiled-starts", type=click.IntRange(1, 1000), metavar="N",
+        help="Start-up profiles per server, after the counted starts [default: "
+             f"{defaults.PROFILED_STARTS}; {defaults.PROFILED_STARTS_COMPARE} with --sdk, "
+             "so that compare can name what changed]."),
     opt("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), metavar="MIB",
         help="Each spawned server in a memory cgroup of its own limited to MIB, as in a "
              "container (Linux; the row says when none can be set)."),
@@ -425,6 +429,8 @@ def measure(command, quiet, fmt, full, **kw) -> None:
     if mib and mib * 2**20 > (total := _memory_bytes()):
         _progress(f"--memory-limit {mib} MiB is above this machine's memory "
                   f"({total / 2**20:.0f} MiB): the limit cannot bind")
+    kw["profiled_starts"] = kw["profiled_starts"] or (
+        defaults.PROFILED_STARTS_COMPARE if kw["sdk"] else defaults.PROFILED_STARTS)
     _run("measure", command, kw, quiet, show, kw["only"], kw["name"], kw["floor"], call=call,
          memory_limit_bytes=mib * 2**20 if mib else None)
 

@@ -13,6 +13,16 @@ previous one reads faster than one after idle (caches still hot), and the readin
 plateau as the idle grows; the pause is well inside that plateau (the C harness's figures:
 docs/figures.md, "The pause"; the rule: docs/measurement.md)."""
 ROUND_TRIPS = 100
+PROFILED_STARTS = 3
+"""Start-up profiles per server (measure/attribution.py), after the counted cold starts: a
+median for the table. Each costs about one instrumented cold start."""
+PROFILED_STARTS_COMPARE = 7
+"""Start-up profiles per server when --sdk variants are measured to be compared: compare
+names a distribution's change when its exact two-sided Mann-Whitney p, adjusted over the
+distributions tested (Holm), is at most 0.1 (views/start_change.py). 3 starts a side reach p =
+0.1 at least, which no adjusted p of two distributions or more passes; 7 reach 2 / C(14, 7)
+= 0.00058, so a change separating every start passes among up to 170 distributions (a Python
+MCP server imports about 30)."""
 PROBE_FLOOR_S = 5.0
 """The least wait of a revision-matrix probe (measure/revisions.py, probe_wait)."""
 OUTPUT = "mcpstart-results.json"

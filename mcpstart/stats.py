@@ -307,6 +307,19 @@ def smallest_p(n_old: int, n_new: int) -> float:
     return 1 / math.comb(n_old + n_new, n_old)
 
 
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p values (same order): the i-th smallest
+    times the number not yet passed, never below the one before it, at most 1; naming every
+    figure whose adjusted p is at most alpha keeps the chance of naming any unchanged one at
+    most alpha (S. Holm, "A simple sequentially rejective multiple test procedure",
+    Scandinavian Journal of Statistics 6 (1979) 65-70)."""
+    out, floor = [1.0] * len(ps), 0.0
+    for rank, index in enumerate(sorted(range(len(ps)), key=lambda i: ps[i])):
+        floor = max(floor, min(1.0, (len(ps) - rank) * ps[index]))
+        out[index] = floor
+    return out
+
+
 @dataclass(frozen=True)
 class Slower:
     """The verdict of ``slower``: the two medians, their ratio (new / old; None when the old

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpstart import defaults
 from mcpstart.command import Command
 from mcpstart.measure import attribution, imports, node_packages, runtime_heap
 from mcpstart.measure.server import Server
@@ -238,7 +239,7 @@ def test_the_typescript_server_start_by_package(tmp_path):
     row, build = attributed("typescript", node_packages)
     block = row.imports
     assert block is not None, row.not_measured
-    assert block["runtime"] == "node" and block["runs"] == node_packages.RUNS
+    assert block["runtime"] == "node" and block["runs"] == defaults.PROFILED_STARTS
     dists = {d["name"]: d for d in block["distributions"]}
     sdk = dists["@modelcontextprotocol/server"]
     assert sdk["installed"] and sdk["modules"] >= 2
@@ -261,7 +262,7 @@ def test_the_typescript_server_start_by_package(tmp_path):
     assert hand / 2 <= sdk["cumulative_ms"] <= 2 * hand
     heap = row.runtime_heap  # V8's figures at the answer, SIGUSR2 to the server's node
     assert heap is not None, row.not_measured
-    assert heap["runs"] == node_packages.RUNS
+    assert heap["runs"] == defaults.PROFILED_STARTS
     assert 0 < heap["heap_used_bytes"] <= heap["heap_committed_bytes"] < heap["rss_bytes"]
     assert 0 < heap["heap_physical_bytes"] <= heap["heap_committed_bytes"]
     assert heap["array_buffers_bytes"] <= heap["external_bytes"]

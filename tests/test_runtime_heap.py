@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import unavailable
-from mcpstart.measure import jvm_classes, runtime_heap
+from mcpstart.measure import attribution, jvm_classes, runtime_heap
 from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
@@ -79,7 +79,8 @@ def attributed(name: str, runtime):
     row = ServerResult(name, sdk=recipe.sdk)
     row.start_usage = {"processes": [{"name": "java" if runtime is jvm_classes else "node"}]}
     with child_subreaper():
-        runtime.measure(Server(row, build.command()), Settings(timeout_s=60))
+        attribution.interleaved([(None, runtime.measure(Server(row, build.command()),
+                                                        Settings(timeout_s=60)))])
     return row, build
 
 

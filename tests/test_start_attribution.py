@@ -9,7 +9,11 @@ import json
 from click.testing import CliRunner
 
 from mcpstart.cli import main
-from mcpstart.measure import imports, usage
+from mcpstart import defaults
+from mcpstart.command import Command
+from mcpstart.measure import attribution, imports, usage
+from mcpstart.measure.server import Server
+from mcpstart.results import ServerResult
 from mcpstart.measure.settings import Settings
 from mcpstart.views.exports.hyperfine import series
 from mcpstart.views.table import ROW_BY_PATH, cell
@@ -171,3 +175,38 @@ def test_no_attribution_switch_reaches_the_settings(monkeypatch):
     CliRunner().invoke(main, ["measure", "--no-attribution", "--only", "c"])
     assert seen["settings"].attribution is False
     assert json.loads(json.dumps(Settings().record("sequential")))["attribution"] is True
+
+
+def test_profiled_starts_setting_and_its_default_with_variants(monkeypatch):
+    seen = []
+
+    def job_for(command, kw, settings, *rest):
+        seen.append(settings.profiled_starts)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr("mcpstart.engine.job_for", job_for)
+    for more in ([], ["--sdk", "python=2.2.0"], ["--sdk", "python=2.2.0", "--profiled-starts",
+                                                  "5"]):
+        CliRunner().invoke(main, ["measure", "--only", "python", *more])
+    assert seen == [defaults.PROFILED_STARTS, defaults.PROFILED_STARTS_COMPARE, 5] == [3, 7, 5]
+    assert Settings(profiled_starts=4).record("sequential")["profiled_starts"] == 4
+
+
+def test_servers_profiles_run_round_by_round(monkeypatch):
+    """Two servers' profiled starts alternate (attribution.interleaved), so a load that drifts
+    meanwhile slows both alike; each row gets its settings.profiled_starts starts."""
+    order = []
+
+    def profiled_start(command, settings, env, at_answer, before_spawn):
+        order.append(command.argv[0])
+        return 40.0, IMPORTTIME, {"exe": "python3", "cwd": "/", "environ": {}}
+
+    monkeypatch.setattr(imports, "profiled_start", profiled_start)
+    monkeypatch.setattr(imports, "environment_of", lambda interpreter, timeout_s: ENV)
+    servers = [Server(ServerResult(name), Command([name])) for name in ("old", "new")]
+    settings = Settings(profiled_starts=4)
+    attribution.interleaved([(s, imports.measure(s, settings)) for s in servers])
+    assert order == ["old", "new"] * 4
+    assert [s.row.imports["runs"] for s in servers] == [4, 4]
+    sdk = servers[0].row.imports["distributions"][0]
+    assert (sdk["name"], sdk["cumulative_ms"], sdk["samples"]) == ("sdk", 24.0, [9.0] * 4)

@@ -59,16 +59,20 @@ def registry(monkeypatch):
 def test_specs_name_their_variants(tmp_path, registry):
     recipe = load_recipe(toy(tmp_path))
     found, notes = variants.variants_of(recipe, ["2.0.1,2.0.0", "1.0.0", "latest"])
-    assert [r.name for r in found] == ["toy@2.0.0", "toy@2.0.1"]  # latest is 2.0.1: 2.0.2 is yanked
-    assert notes == ["--sdk python=1.0.0 is the default version: measured as toy"]
-    assert found[1].steps == [[sys.executable, "-c", PICK.replace("{version}", "2.0.1")]]
-    assert found[1].sdk_version == "2.0.1" and found[1].sdk_source.kind == "registry"
-    ranged, _ = variants.variants_of(recipe, ["0.9.0..2.1.0rc1"])
+    # latest is 2.0.1 (2.0.2 is yanked); the default's version named outright is built too
+    assert [r.name for r in found] == ["toy@1.0.0", "toy@2.0.0", "toy@2.0.1"]
+    assert notes == ["--sdk python=1.0.0 is the default version: built from pypi as "
+                     "toy@1.0.0, beside toy (the committed lock)"]
+    assert found[0].sdk_source == variants.SdkSource("registry", "toy-sdk", "1.0.0")
+    assert found[2].steps == [[sys.executable, "-c", PICK.replace("{version}", "2.0.1")]]
+    assert found[2].sdk_version == "2.0.1" and found[2].sdk_source.kind == "registry"
+    ranged, notes = variants.variants_of(recipe, ["0.9.0..2.1.0rc1"])
     assert [r.name for r in ranged] == ["toy@0.9.0", "toy@2.0.0", "toy@2.0.1"]
+    assert notes == ["--sdk python=1.0.0 is the default version: measured as toy"]
     with_pre, _ = variants.variants_of(recipe, ["2.0.0..2.1.0rc1"], pre=True)
     assert [r.name for r in with_pre] == ["toy@2.0.0", "toy@2.0.1", "toy@2.1.0rc1"]
     keys = {build_key(r, {}) for r in [recipe, *found]}
-    assert len(keys) == 3  # each variant builds in a folder of its own
+    assert len(keys) == 4  # each variant builds in a folder of its own
     with pytest.raises(variants.VariantError, match="lists no release of toy-sdk from 3 to 4"):
         variants.variants_of(recipe, ["3..4"])
 

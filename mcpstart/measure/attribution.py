@@ -5,6 +5,8 @@ not get says why (``not_measured``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 from . import go_init, imports, jvm_classes, node_packages, runtime_heap
 from .server import Server
 
@@ -28,3 +30,20 @@ def chosen(server: Server):
     if runtime not in (node_packages, jvm_classes, go_init):
         server.row.skip_block(runtime_heap.BLOCK, runtime_heap.WHY_NOT)
     return runtime
+
+
+def interleaved(profiles: list[tuple[Server, Iterator[None]]],
+                before: Callable[[Server], None] = lambda server: None) -> None:
+    """Run the servers' profiles (each the ``measure`` of its RUNTIMES module, which yields
+    after each profiled start) round by round, one start of each server in turn, with
+    ``before(server)`` ahead of each: a machine whose load drifts while they run then slows
+    every server's profiled starts alike, so that compare of two servers' profiles (SDK
+    variants of one run) sees their difference, not the drift."""
+    pending = list(profiles)
+    while pending:
+        for server, profile in list(pending):
+            before(server)
+            try:
+                next(profile)
+            except StopIteration:
+                pending.remove((server, profile))

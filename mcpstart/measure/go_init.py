@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import statistics
+from collections.abc import Iterator
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -33,7 +34,6 @@ from .settings import Settings
 
 BLOCK = "imports"
 """The results block this profile fills."""
-RUNS = imports.RUNS
 TRACE = "inittrace=1"
 
 
@@ -172,16 +172,17 @@ def applies(server: Server) -> bool:
     return server.command is not None and go_program(server.command) is not None
 
 
-def measure(server: Server, settings: Settings) -> None:
+def measure(server: Server, settings: Settings) -> Iterator[None]:
     """The ``imports`` block (``runtime`` "go", with ``packages``) of a server that
-    ``applies``: RUNS traced starts; and its ``runtime_heap`` from the collector's trace of
+    ``applies``: ``settings.profiled_starts`` traced starts, yielding after each
+    (attribution.interleaved); and its ``runtime_heap`` from the collector's trace of
     the same starts (runtime_heap.go_figures; n/a when no collection ran before any
     answer). A start without an answer or without a trace leaves the block out with the
     cause (``not_measured["imports"]``); the row is not failed."""
     _, info = go_program(server.command)
     traces, starts, heaps = [], [], []
     try:
-        for _ in range(RUNS):
+        for _ in range(settings.profiled_starts):
             ms, text, _ = profiled_start(server.command, server.spawning(settings),
                                          traced_env(server.command),
                                          lambda _p: None, server.before_spawn)
@@ -193,6 +194,7 @@ def measure(server: Server, settings: Settings) -> None:
             starts.append((ms, attribute(trace, info)))
             if (heap := runtime_heap.go_figures(text)) is not None:
                 heaps.append(heap)
+            yield
     except (SessionError, RuntimeError) as err:
         runtime_heap.lost(server.row, "imports", f"package init trace: {err}")
         return

@@ -21,6 +21,8 @@ import re
 import shutil
 import statistics
 import subprocess
+from collections.abc import Iterator
+
 import psutil
 
 from ..transports.session import SessionError
@@ -31,8 +33,6 @@ from .settings import Settings
 
 BLOCK = "imports"
 """The results block this profile fills."""
-RUNS = 3
-"""Instrumented starts per server (their median is reported)."""
 ENV = {"PYTHONPROFILEIMPORTTIME": "1"}
 PYTHON = re.compile(r"python[0-9.]*")
 """A Python interpreter's command name (``comm``: python, python3, python3.12)."""
@@ -230,9 +230,10 @@ def block(starts: list[tuple[float, dict]], env: dict, uninstrumented_ms: float 
             "distributions": rows, "other_transport": other}
 
 
-def measure(server: Server, settings: Settings) -> None:
-    """The ``imports`` block of a server that ``applies``: RUNS instrumented starts, then
-    its interpreter's metadata.
+def measure(server: Server, settings: Settings) -> Iterator[None]:
+    """The ``imports`` block of a server that ``applies``: ``settings.profiled_starts``
+    instrumented starts, yielding after each (attribution.interleaved), then its
+    interpreter's metadata.
 
     A start without an answer or an interpreter that cannot list its distributions leaves
     the block out with the cause (``not_measured["imports"]``); the row is not failed, as
@@ -240,12 +241,13 @@ def measure(server: Server, settings: Settings) -> None:
     """
     starts, interpreter = [], None
     try:
-        for _ in range(RUNS):
+        for _ in range(settings.profiled_starts):
             ms, text, found = profiled_start(server.command, server.spawning(settings), ENV,
                                              python_interpreter,
                                              server.before_spawn)
             interpreter = interpreter or found
             starts.append((ms, parse(text)))
+            yield
         if interpreter is None:
             raise RuntimeError("no Python process was alive at the initialize answer")
         env = environment_of(interpreter, settings.timeout_s)

@@ -20,19 +20,19 @@ import os
 import re
 import statistics
 import tempfile
+from collections.abc import Iterator
 
 import psutil
 
 from ..transports.session import SessionError
 from ..transports.tree import ProcessSet
-from . import imports, runtime_heap
+from . import runtime_heap
 from .profiled import profiled_start
 from .server import Server
 from .settings import Settings
 
 BLOCK = "classes"
 """The results block this profile fills."""
-RUNS = imports.RUNS
 LINE = re.compile(r"^\[([0-9.]+)s\]\s+(\S+) source: (.+)$")
 """One line of ``-Xlog:class+load`` with the uptime decoration: uptime in seconds, the
 class's name, its source (HotSpot, classfile/klassFactory and classLoader logging)."""
@@ -91,8 +91,9 @@ def applies(server: Server) -> bool:
                for p in (server.row.start_usage or {}).get("processes", []))
 
 
-def measure(server: Server, settings: Settings) -> None:
-    """The ``classes`` block of a server that ``applies``: RUNS logged starts, and its
+def measure(server: Server, settings: Settings) -> Iterator[None]:
+    """The ``classes`` block of a server that ``applies``: ``settings.profiled_starts``
+    logged starts, yielding after each (attribution.interleaved), and its
     ``runtime_heap`` (``jcmd`` on the JVM of each, at the answer: read_at_answer). A start
     without an answer or without a logged class leaves the block out with the cause
     (``not_measured["classes"]``); the row is not failed. ``runtime_heap`` holds the
@@ -100,7 +101,7 @@ def measure(server: Server, settings: Settings) -> None:
     starts, heaps, heap_error = [], [], None
     with tempfile.TemporaryDirectory(prefix="mcpstart-classes-") as folder:
         try:
-            for index in range(RUNS):
+            for index in range(settings.profiled_starts):
                 log = os.path.join(folder, f"{index}.log")
                 env = {"JAVA_TOOL_OPTIONS": " ".join(filter(None, [
                     server.command.environment().get("JAVA_TOOL_OPTIONS"),
@@ -118,6 +119,7 @@ def measure(server: Server, settings: Settings) -> None:
                     raise RuntimeError("no class+load line before the initialize answer "
                                        "(not a HotSpot JVM, or JAVA_TOOL_OPTIONS ignored)")
                 starts.append((ms, found))
+                yield
         except (SessionError, RuntimeError) as err:
             runtime_heap.lost(server.row, "classes", f"class loading log: {err}")
             return

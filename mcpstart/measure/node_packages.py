@@ -44,6 +44,7 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -56,7 +57,6 @@ from .settings import Settings
 
 BLOCK = "imports"
 """The results block this profile fills."""
-RUNS = imports.RUNS
 NODE = re.compile(r"node(js)?")
 """Node.js's command name (``comm``; Debian's binary is ``nodejs``)."""
 PRELOAD = Path(__file__).with_name("node_trace.mjs")
@@ -242,15 +242,16 @@ def applies(server: Server) -> bool:
                for p in (server.row.start_usage or {}).get("processes", []))
 
 
-def measure(server: Server, settings: Settings) -> None:
+def measure(server: Server, settings: Settings) -> Iterator[None]:
     """The ``imports`` block (``runtime`` "node", with ``linking_ms`` and ``loader_wait_ms``)
-    of a server that ``applies``: RUNS traced starts; and its ``runtime_heap`` (V8's figures of each start,
+    of a server that ``applies``: ``settings.profiled_starts`` traced starts, yielding after
+    each (attribution.interleaved); and its ``runtime_heap`` (V8's figures of each start,
     read once it has answered: read_at_answer). A start without an answer, without a trace
     or without the loader hooks leaves the block out with the cause
     (``not_measured["imports"]``); the row is not failed."""
     starts, names, heaps = [], {}, []
     try:
-        for _ in range(RUNS):
+        for _ in range(settings.profiled_starts):
             with tempfile.TemporaryDirectory(prefix="mcpstart-node-") as folder:
                 ms, _, (texts, until) = profiled_start(
                     server.command, server.spawning(settings),
@@ -266,6 +267,7 @@ def measure(server: Server, settings: Settings) -> None:
                 raise RuntimeError("no loader hooks: module.register() needs Node.js 20.6 "
                                    "or later")
             starts.append((ms, attribute(trace, names)))
+            yield
     except (SessionError, RuntimeError) as err:
         runtime_heap.lost(server.row, "imports", f"module evaluation trace: {err}")
         return

@@ -146,6 +146,7 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     on_update(results)
     spawned = [s for s in live if s.command is not None]
     _cold_starts(spawned, steps, settings, order, results, progress, on_update, "handshake")
+    profiles = []
     for server in [s for s in spawned if not s.never_started]:
         if not settings.attribution:
             for block in ("imports", "classes", "runtime_heap", "start_usage"):
@@ -153,10 +154,10 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
             continue
         runtime = attribution.chosen(server)
         if runtime is not None:  # after the counted starts: profiling slows what it profiles
-            progress(Step(f"{server.row.name}: start-up profile", "cold start",
-                          server.row.name))
-            runtime.measure(server, settings)
-            on_update(results)
+            profiles.append((server, runtime.measure(server, settings)))
+    attribution.interleaved(profiles, lambda server: progress(
+        Step(f"{server.row.name}: start-up profile", "cold start", server.row.name)))
+    on_update(results)
     for index, server in enumerate(live, 1):
         if not server.never_started:
             progress(Step(f"[{index}/{len(live)}] {server.row.name}: {steps.labels['matrix']}",

@@ -82,6 +82,8 @@ class Settings:
         attribution: where each start goes (docs/startup.md): the tree's usage read at
             every cold start's initialize answer (usage.py) and the start-up profiles
             (attribution.py); False (--no-attribution): neither.
+        profiled_starts: start-up profiles per server (--profiled-starts;
+            defaults.PROFILED_STARTS, PROFILED_STARTS_COMPARE with --sdk).
         memory_limit_bytes: each spawned server's memory cgroup limit (limits.py); None:
             no limit.
         server_cpus: CPUs an HTTP server is pinned to under load, the engine on the rest
@@ -126,6 +128,7 @@ class Settings:
     load_master: str | None = None
     http_sessions: int = defaults.HTTP_SESSIONS
     attribution: bool = True
+    profiled_starts: int = defaults.PROFILED_STARTS
     memory_limit_bytes: int | None = None
     server_cpus: int = 1
     process_layer: str | None = None
@@ -167,7 +170,8 @@ class Settings:
             "load_workers": self.load_workers, "load_remote_workers": self.load_remote_workers,
             "load_master": self.load_master,
             "http_sessions": self.http_sessions, "phase_rule": PHASE_RULE,
-            "attribution": self.attribution, "memory_limit_bytes": self.memory_limit_bytes,
+            "attribution": self.attribution, "profiled_starts": self.profiled_starts,
+            "memory_limit_bytes": self.memory_limit_bytes,
             "server_cpus": self.server_cpus, "process_layer": self.layer,
         }
 

@@ -5,8 +5,10 @@ folder of its own and measured beside the default server in the same rounds.
 SPEC is a version (``2.1.1``), a comma list, a range ``A..B`` (every release the registry
 lists from A to B, pre-releases only with ``pre``), ``latest`` (the newest release), or a path
 to a local checkout of the SDK. A variant is named ``LANG@VERSION``, ``LANG@local`` for a path
-(``LANG@local-FOLDER`` when a language has several); a version equal to the recipe's own
-``sdk_version`` is the default server, not a variant.
+(``LANG@local-FOLDER`` when a language has several). The recipe's own ``sdk_version``
+is the default server when a range or ``latest`` lists it; named outright, it is also
+built from the registry like any other release (``LANG@VERSION``, its dependencies
+resolved as of its own day), so the release and the committed lock can be told apart.
 
 A variant's recipe is the default's (its server sources those of ``[[versions.sources]]``
 for a release below a version whose API differs) with ``[build].steps`` replaced by ``install_version``
@@ -215,7 +217,7 @@ def _variant(recipe: Recipe, source: SdkSource, name: str) -> Recipe:
 
 def variants_of(recipe: Recipe, specs: list[str], pre: bool = False) -> tuple[list[Recipe], list[str]]:
     """The variant recipes of ``recipe`` for its --sdk SPECs (module doc), in version order
-    (paths last), and notes (a version that is the default's).
+    (paths last), and notes (a version that is the default's: module doc).
 
     Raises:
         VariantError: the recipe has no ``[versions]`` or no steps for the kind asked; a
@@ -232,11 +234,15 @@ def variants_of(recipe: Recipe, specs: list[str], pre: bool = False) -> tuple[li
             if not table.install_version:
                 raise VariantError(f"--sdk {recipe.language}={spec}: recipe {recipe.path} has "
                                    "no [versions].install_version")
+            listed = spec == "latest" or ".." in spec
             for version in _versions(recipe, spec, pre):
                 if _same(version, recipe.sdk_version):
                     notes.append(f"--sdk {recipe.language}={version} is the default version: "
-                                 f"measured as {recipe.name}")
-                    continue
+                                 + (f"measured as {recipe.name}" if listed else
+                                    f"built from {table.registry} as {recipe.name}@{version}, "
+                                    f"beside {recipe.name} (the committed lock)"))
+                    if listed:
+                        continue
                 date = None
                 if any("{date}" in a for step in table.install_version for a in step):
                     published = releases.release(table.package, table.registry, version).published

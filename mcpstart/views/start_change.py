@@ -6,12 +6,12 @@ ones added and the ones gone (``imports`` blocks), and the change of the CPU/wai
 from __future__ import annotations
 
 from ..results import dig
-from ..stats import is_number, mann_whitney_greater, summarize
+from ..stats import holm, is_number, mann_whitney_greater, smallest_p, summarize
 
 NOISE_ALPHA = 0.1
-"""Two-sided p at or under which a change counts: what 3 against 3 starts (imports.RUNS)
-reach at most, with every sample of one side beyond every sample of the other (exact
-Mann-Whitney U: 2 / C(6, 3))."""
+"""Two-sided p at or under which a change counts; a distribution's p is adjusted over all
+the distributions tested (stats.holm), so that one unchanged distribution in ten does not
+pass by chance. The least p of n against n starts is 2 / C(2n, n) (3: 0.1, 7: 0.00058)."""
 RELEVANT_SHARE = 0.01
 """A distribution's change is named only when it moves at least this share of OLD's
 profiled start (smaller ones explain no start-up difference)."""
@@ -19,7 +19,7 @@ profiled start (smaller ones explain no start-up difference)."""
 RULE = ("(What changed in the start: a change counts when an exact two-sided Mann-Whitney "
         f"test of the per-start samples gives p <= {NOISE_ALPHA:g} and the median moved more "
         "than the time threshold; a distribution's figure is its own modules' (self) time, "
-        "named when it moved at least "
+        "its p adjusted over the distributions tested (Holm), named when it moved at least "
         f"{RELEVANT_SHARE:.0%} of OLD's profiled start. Shown, not gated.)")
 
 
@@ -30,15 +30,33 @@ def two_sided_p(old: list[float], new: list[float]) -> float:
                             mann_whitney_greater(new, old)[1]))
 
 
-def _tested(old: list[float], new: list[float], threshold_pct: float) -> dict:
+def _tested(old: list[float], new: list[float], threshold_pct: float,
+            p: float | None = None) -> dict:
     """``{old_ms, new_ms, change_ms, p, n_old, n_new, changed}``: medians and the noise
-    rule's verdict (p <= NOISE_ALPHA and the median moved more than ``threshold_pct`` of
-    OLD's)."""
+    rule's verdict (``p``, else two_sided_p's, <= NOISE_ALPHA and the median moved more
+    than ``threshold_pct`` of OLD's)."""
     before, after = summarize(old)["median"], summarize(new)["median"]
-    p = two_sided_p(old, new)
+    p = two_sided_p(old, new) if p is None else p
     return {"old_ms": before, "new_ms": after, "change_ms": after - before, "p": p,
             "n_old": len(old), "n_new": len(new),
             "changed": p <= NOISE_ALPHA and abs(after - before) > abs(before) * threshold_pct / 100}
+
+
+def family(pairs: dict[str, tuple[list[float], list[float]]], threshold_pct: float,
+           floor_ms: float = 0.0) -> list[dict]:
+    """The distributions of one compare, each ``(OLD's samples, NEW's samples)``, tested as
+    one family: each ``{name, ..._tested, p_raw}`` with ``p`` Holm-adjusted over ``pairs``
+    (stats.holm) and ``changed`` also needing a change of at least ``floor_ms``; largest
+    change first. The rule of ``imports_change``, and of the hand check
+    (benchmarks/import_time_check.py)."""
+    names = list(pairs)
+    raw = [two_sided_p(*pairs[n]) for n in names]
+    out = []
+    for name, p_raw, p in zip(names, raw, holm(raw)):
+        found = _tested(*pairs[name], threshold_pct, p)
+        found["changed"] = found["changed"] and abs(found["change_ms"]) >= floor_ms
+        out.append({"name": name, **found, "p_raw": p_raw})
+    return sorted(out, key=lambda d: -abs(d["change_ms"]))
 
 
 def _samples(entry: dict, key: str) -> list[float]:
@@ -51,14 +69,18 @@ def imports_change(old: dict, new: dict, threshold_pct: float) -> dict:
 
     Returns:
         ``{old_ms, new_ms, change_ms, p, n_old, n_new, changed, tested, distributions,
-        added, gone}``: the imports' total (``import_samples``; ``tested`` False when a
-        side has no per-start samples, older files: then only the medians, ``p`` None);
-        ``distributions`` those changed beyond noise by the rule of ``_tested`` and moving
-        at least RELEVANT_SHARE of OLD's profiled start, largest change first, each
-        ``{name, ...}`` as ``_tested`` on its self time (its own modules' time, ``samples``:
-        the self times of all distributions add up to the imports' total, so each change is
-        its own, not that of what it imports); ``added``/``gone`` ``[{name, self_ms,
-        cumulative_ms}]`` imported in NEW only / OLD only, largest self time first.
+        largest, family, added, gone}``: the imports' total (``import_samples``; ``tested``
+        False when a side has no per-start samples, older files: then only the medians,
+        ``p`` None); ``distributions`` those changed beyond noise by the rule of ``family``
+        (``p`` Holm-adjusted over the ``family`` distributions of both sides, ``p_raw``
+        beside) and moving at least RELEVANT_SHARE of OLD's profiled start, largest change
+        first, each ``{name, ...}`` as ``_tested`` on its self time (its own modules' time,
+        ``samples``: the self times of all distributions add up to the imports' total, so
+        each change is its own, not that of what it imports); ``largest`` the tested
+        distribution that moved most, named or not (None when none was tested), so a first
+        difference within noise is said inconclusive with its p; ``added``/``gone``
+        ``[{name, self_ms, cumulative_ms}]`` imported in NEW only / OLD only, largest self
+        time first.
     """
     total = (_tested(_samples(old, "import_samples"), _samples(new, "import_samples"),
                      threshold_pct)
@@ -69,19 +91,15 @@ def imports_change(old: dict, new: dict, threshold_pct: float) -> dict:
     tested = total["p"] is not None
     by_old = {d["name"]: d for d in old.get("distributions") or []}
     by_new = {d["name"]: d for d in new.get("distributions") or []}
-    floor = RELEVANT_SHARE * (old.get("instrumented_ms") or 0)
-    changed = []
-    for name in (n for n in by_old if n in by_new and tested):
-        found = _tested(_samples(by_old[name], "samples"), _samples(by_new[name], "samples"),
-                        threshold_pct)
-        if found["n_old"] and found["n_new"] and found["changed"] and \
-                abs(found["change_ms"]) >= floor:
-            changed.append({"name": name, **found})
-    changed.sort(key=lambda d: -abs(d["change_ms"]))
+    pairs = {n: (_samples(by_old[n], "samples"), _samples(by_new[n], "samples"))
+             for n in by_old if n in by_new and tested}
+    found = family({n: pair for n, pair in pairs.items() if all(pair)}, threshold_pct,
+                   RELEVANT_SHARE * (old.get("instrumented_ms") or 0))
     one_side = lambda mine, other: sorted(  # noqa: E731
         ({"name": n, "self_ms": d["self_ms"], "cumulative_ms": d["cumulative_ms"]}
          for n, d in mine.items() if n not in other), key=lambda d: -d["self_ms"])
-    return {**total, "tested": tested, "distributions": changed,
+    return {**total, "tested": tested, "distributions": [d for d in found if d["changed"]],
+            "largest": found[0] if found else None, "family": len(found),
             "added": one_side(by_new, by_old), "gone": one_side(by_old, by_new)}
 
 
@@ -124,6 +142,20 @@ def _verdict(found: dict) -> str:
     return f"{word}, p = {found['p']:.2g}, {found['n_old']} vs {found['n_new']} starts"
 
 
+def inconclusive(largest: dict, tested: int) -> str:
+    """The verdict line when no distribution changed beyond noise: the largest change, its
+    p (raw and adjusted over the ``tested`` distributions) and the least p the starts allow."""
+    if largest["p"] <= NOISE_ALPHA:
+        return (f"no distribution moved beyond the threshold (the largest, {largest['name']} "
+                f"{largest['change_ms']:+.1f} ms, p = {largest['p']:.2g} over {tested})")
+    least = min(1.0, 2 * smallest_p(largest["n_old"], largest["n_new"]))
+    return (f"first difference inconclusive (p = {largest['p']:.2g} over {tested} "
+            f"distributions, {largest['p_raw']:.2g} alone): the largest, {largest['name']} "
+            f"{largest['change_ms']:+.1f} ms, is within noise; {largest['n_old']} vs "
+            f"{largest['n_new']} starts reach p = {least:.2g} at least "
+            "(measure --profiled-starts)")
+
+
 def render(change: dict) -> list[str]:
     """One server's change as text lines."""
     lines = [f"{change['server']}: what changed in the start"]
@@ -136,10 +168,10 @@ def render(change: dict) -> list[str]:
         lines.append(f"  imports {_ms(imports['old_ms'])} -> {_ms(imports['new_ms'])} "
                      f"({_verdict(imports)}); per distribution, its own modules' time:")
         lines += [f"    {d['name']}: {_ms(d['old_ms'])} -> {_ms(d['new_ms'])} "
-                  f"({d['change_ms']:+.1f} ms, p = {d['p']:.2g})"
+                  f"({d['change_ms']:+.1f} ms, p = {d['p']:.2g} over {imports['family']})"
                   for d in imports["distributions"]]
-        if imports["tested"] and not imports["distributions"]:
-            lines.append("    no distribution changed beyond noise")
+        if imports["tested"] and not imports["distributions"] and imports["largest"]:
+            lines.append("    " + inconclusive(imports["largest"], imports["family"]))
         for word, key in (("added", "added"), ("gone", "gone")):
             if imports[key]:
                 lines.append(f"    {word} (self, cumulative): " + ", ".join(
