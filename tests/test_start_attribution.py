@@ -97,6 +97,9 @@ def test_start_usage_block_medians_share_and_processes_by_name():
     assert block["cpu_ms"]["warmup_samples"] == [500.0]
     assert block["cpu_ms"]["median"] == 40.0
     assert block["cpu_share"] == 0.2  # median of 0.8, 0.2, 0.1
+    # the CPU is read at the last answer: its share is of that window, not of initialize's
+    later = [{**r, "first_call": 2 * r["handshake"]} for r in runs]
+    assert usage.block(later)["cpu_share"] == 0.1
     assert block["waiting_share"] == 0.8
     assert block["processes"] == [
         {"name": "sh", "runs": 2, "cpu_ms": 30.0, "user_ms": 30.0, "system_ms": 0.0,

@@ -170,6 +170,13 @@ def _compact(values: list[float], warmups: list[float]) -> dict:
                                         "warmup_samples")}
 
 
+def last_answer(run: dict) -> float:
+    """The time of a cold start's last answer from its spawn (ms): the end of the window its
+    usage was read over (WINDOW): the first call's, else tools/list's, else initialize's."""
+    return next(run[k] for k in ("first_call", "tools_list", "handshake")
+                if run.get(k) is not None)
+
+
 def block(runs: list[dict]) -> dict | None:
     """The row's ``start_usage`` (docs/results.md#start_usage) from the cold starts' samples
     (each with ``usage`` from ``at_answer``, ``handshake`` ms and ``warmup``).
@@ -179,7 +186,8 @@ def block(runs: list[dict]) -> dict | None:
         cpu_share, waiting_share, processes: [{name, runs, cpu_ms, user_ms, system_ms,
         wall_ms}]}``:
         each figure over the counted runs (warm-ups stored apart); ``cpu_share`` the median
-        over counted runs of cpu_ms / handshake and ``waiting_share`` 1 minus it (0
+        over counted runs of cpu_ms / the same window's time (``last_answer``) and
+        ``waiting_share`` 1 minus it (0
         when threads computed in parallel for longer than the wall time); per command name,
         the medians of its CPU times over the runs it ran in (user and system over the runs
         where they are known: None for a start shorter than one clock tick) and of its wall
@@ -195,8 +203,7 @@ def block(runs: list[dict]) -> dict | None:
         out[key] = _compact([r["usage"][key] for r in counted if r["usage"][key] is not None],
                             [r["usage"][key] for r in read if r["warmup"]
                              and r["usage"][key] is not None])
-    shares = [r["usage"]["cpu_ms"] / r["handshake"]
-              for r in counted if r["handshake"] > 0]
+    shares = [r["usage"]["cpu_ms"] / last_answer(r) for r in counted if last_answer(r) > 0]
     cpu = statistics.median(shares) if shares else None
     out["cpu_share"] = cpu
     out["waiting_share"] = None if cpu is None else max(0.0, 1 - cpu)
