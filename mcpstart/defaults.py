@@ -13,6 +13,8 @@ previous one reads faster than one after idle (caches still hot), and the readin
 plateau as the idle grows; the pause is well inside that plateau (the C harness's figures:
 docs/figures.md, "The pause"; the rule: docs/measurement.md)."""
 ROUND_TRIPS = 100
+WARM_SESSIONS = 3
+"""Sessions a warm series' counted calls are spread over (measure/warm_sessions.py)."""
 PROBE_FLOOR_S = 5.0
 """The least wait of a revision-matrix probe (measure/revisions.py, probe_wait)."""
 OUTPUT = "mcpstart-results.json"
