@@ -1,30 +1,35 @@
 """Is mcpstart's warm round trip the server's? The small reverse_text call repeated on one warm
-session, timed by mcpstart's probe (measure/warm.py ``round_trips``, over mcpstart's stdio or
-HTTP transport) and by a plain client (benchmarks/raw_mcp.py: pipes and a buffered readline,
-or a plain socket on a kept-alive connection; time.perf_counter_ns around each call), on fresh
-sessions alternating session by session (each method goes first in every other round).
+session after uncounted calls until their times stop falling (measure/warmup.py, the same
+rule on each method's own times), timed by mcpstart's probe (measure/warm.py ``warm_call``
+and ``round_trips``, over mcpstart's stdio or HTTP transport) and by a plain client
+(benchmarks/raw_mcp.py: pipes and a buffered readline, or a plain socket on a kept-alive
+connection; time.perf_counter_ns around each call), on fresh sessions alternating session by
+session (each method goes first in every other round).
 
 Prints per server the p50 and p95 of all calls of each method, their ratio, and met/MISSED
 against the target: mcpstart's p50 at most 1.10x the plain client's + 0.1 ms (p95 is shown,
-not judged). Asserts nothing. 8 sessions per method by default: a JIT runtime's warm calls
-differ from session to session (with 4, TypeScript's p50 read 1.17 ms against 0.44 ms, with 8
-0.74 against 0.59).
+not judged); then each method's per-session medians, sorted (a mode that lasts a session
+shows there: measure/warm_sessions.py). Asserts nothing. 8 sessions per method by default: a
+JIT runtime's warm calls differ from session to session (with 4, TypeScript's p50 read 1.17
+ms against 0.44 ms, with 8 0.74 against 0.59). ``--pin`` runs this process, and so every
+server it spawns, on CPU 0 (client and server on one CPU).
 
-Usage: python benchmarks/warm_check.py [--rounds 8] [--calls 100] [NAMES...]
+Usage: python benchmarks/warm_check.py [--rounds 8] [--calls 100] [--pin CPU] [NAMES...]
 NAMES: reference recipes (default: all, stdio and HTTP).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import replace
 
 import raw_mcp
 from checks import arguments, header, load_average, reference_builds, verdict
-from mcpstart.measure import spawn
+from mcpstart.measure import spawn, warmup
 from mcpstart.measure.client import initialize_result
 from mcpstart.measure.settings import Settings
-from mcpstart.measure.warm import round_trips
+from mcpstart.measure.warm import round_trips, warm_call
 from mcpstart.transports.http import HttpTransport
 from mcpstart.wire import SMALL_TEXT, ToolCall, initialize_request
 
@@ -32,7 +37,8 @@ RATIO, SLACK_MS = 1.10, 0.1
 
 
 def mcpstart_session(command, transport: str, calls: int) -> list[float]:
-    """``calls`` round trips in ms from mcpstart's probe on one fresh, initialized session."""
+    """``calls`` round trips in ms from mcpstart's probe on one fresh, initialized session,
+    after its warm-up."""
     settings = Settings()
     if transport == "http":
         settings = replace(settings, spawner=lambda c: HttpTransport(c))
@@ -40,13 +46,16 @@ def mcpstart_session(command, transport: str, calls: int) -> list[float]:
     with spawn.started([(command, first)], settings, timed=False) as (session,):
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
+        warmup.warm_up(lambda: warm_call(session, ToolCall(), settings.timeout_s))
         return round_trips(session, ToolCall(), calls, settings.timeout_s)["samples"]
 
 
 def plain_session(command, transport: str, calls: int) -> list[float]:
-    """The same calls from the plain client on one fresh, initialized session."""
+    """The same calls from the plain client on one fresh, initialized session, after the
+    same warm-up rule on its own times."""
     params = {"name": "reverse_text", "arguments": {"text": SMALL_TEXT}}
     with raw_mcp.client(command, transport) as plain:
+        warmup.warm_up(lambda: plain.request("tools/call", params).ms)
         return [plain.request("tools/call", params).ms for _ in range(calls)]
 
 
@@ -56,16 +65,21 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
                                                             method="inclusive")[18]
 
 
-def compare(command, transport: str, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
-    """``rounds`` sessions of each method, alternating: {"mcpstart": (p50, p95), "plain":
-    (p50, p95)} over all their calls."""
-    samples = {"mcpstart": [], "plain": []}
+def compare(command, transport: str, rounds: int, calls: int) -> dict[str, list[list[float]]]:
+    """``rounds`` sessions of each method, alternating: {"mcpstart": [[ms] per session],
+    "plain": [...]}."""
+    sessions = {"mcpstart": [], "plain": []}
     methods = {"mcpstart": mcpstart_session, "plain": plain_session}
     for round_ in range(rounds):
         order = ("mcpstart", "plain") if round_ % 2 == 0 else ("plain", "mcpstart")
         for method in order:
-            samples[method] += methods[method](command, transport, calls)
-    return {method: percentiles(values) for method, values in samples.items()}
+            sessions[method].append(methods[method](command, transport, calls))
+    return sessions
+
+
+def spread(sessions: list[list[float]]) -> str:
+    """The sessions' medians in ms, sorted."""
+    return " ".join(f"{m:.3f}" for m in sorted(statistics.median(s) for s in sessions))
 
 
 def met(mine: float, theirs: float) -> bool:
@@ -73,17 +87,25 @@ def met(mine: float, theirs: float) -> bool:
 
 
 def main() -> None:
-    args = arguments(__doc__, rounds=8, calls=100)
+    args = arguments(__doc__, rounds=8, calls=100, pin=-1)
+    if args.pin >= 0:
+        os.sched_setaffinity(0, {args.pin})
     builds = reference_builds(args.names)
-    print(f"{args.rounds} sessions of {args.calls} calls per method and server, alternating; "
+    print(f"{args.rounds} sessions of {args.calls} calls per method and server, alternating, "
+          f"each after its warm-up; "
+          f"{'on CPU ' + str(args.pin) if args.pin >= 0 else 'unpinned'}; "
           f"target p50 <= {RATIO:.2f}x + {SLACK_MS} ms; {load_average()} at start")
     print(header("plain client"))
     for name, (transport, command) in builds.items():
-        figures = compare(command, transport, args.rounds, args.calls)
-        (mine50, mine95), (theirs50, theirs95) = figures["mcpstart"], figures["plain"]
+        sessions = compare(command, transport, args.rounds, args.calls)
+        (mine50, mine95), (theirs50, theirs95) = (
+            percentiles([ms for s in sessions[method] for ms in s])
+            for method in ("mcpstart", "plain"))
         print(verdict(name, "p50", mine50, theirs50, met(mine50, theirs50), "ms"))
         print(f"{name:16} {'p95':17} {mine95:14,.3f} ms  {theirs95:14,.3f} ms  "
               f"{mine95 / theirs95:7.4f}  (shown)")
+        for method in ("mcpstart", "plain"):
+            print(f"{name:16} session p50s, {method}: {spread(sessions[method])}")
     print(f"{load_average()} at the end")
 
 
