@@ -1,18 +1,16 @@
 """Is mcpstart's warm round trip the server's? The small reverse_text call repeated on one warm
-session after uncounted calls until their times stop falling (measure/warmup.py, the same
-rule on each method's own times), timed by mcpstart's probe (measure/warm.py ``warm_call``
-and ``round_trips``, over mcpstart's stdio or HTTP transport) and by a plain client
-(benchmarks/raw_mcp.py: pipes and a buffered readline, or a plain socket on a kept-alive
-connection; time.perf_counter_ns around each call), on fresh sessions alternating session by
-session (each method goes first in every other round).
+session, timed by mcpstart's probe (measure/warm.py ``round_trips``, over mcpstart's stdio or
+HTTP transport) and by a plain client (benchmarks/raw_mcp.py: pipes and a buffered readline,
+or a plain socket on a kept-alive connection; time.perf_counter_ns around each call), on fresh
+sessions alternating session by session (each method goes first in every other round).
 
 Prints per server the p50 and p95 of all calls of each method, their ratio, and met/MISSED
 against the target: mcpstart's p50 at most 1.10x the plain client's + 0.1 ms (p95 is shown,
 not judged); then each method's per-session medians, sorted (a mode that lasts a session
 shows there: measure/warm_sessions.py). Asserts nothing. 8 sessions per method by default: a
 JIT runtime's warm calls differ from session to session (with 4, TypeScript's p50 read 1.17
-ms against 0.44 ms, with 8 0.74 against 0.59). ``--pin`` runs this process, and so every
-server it spawns, on CPU 0 (client and server on one CPU).
+ms against 0.44 ms, with 8 0.74 against 0.59). ``--pin CPU`` runs this process, and so every
+server it spawns, on that one CPU (client and server on one CPU).
 
 Usage: python benchmarks/warm_check.py [--rounds 8] [--calls 100] [--pin CPU] [NAMES...]
 NAMES: reference recipes (default: all, stdio and HTTP).
@@ -26,10 +24,10 @@ from dataclasses import replace
 
 import raw_mcp
 from checks import arguments, header, load_average, reference_builds, verdict
-from mcpstart.measure import spawn, warmup
+from mcpstart.measure import spawn
 from mcpstart.measure.client import initialize_result
 from mcpstart.measure.settings import Settings
-from mcpstart.measure.warm import round_trips, warm_call
+from mcpstart.measure.warm import round_trips
 from mcpstart.transports.http import HttpTransport
 from mcpstart.wire import SMALL_TEXT, ToolCall, initialize_request
 
@@ -37,8 +35,7 @@ RATIO, SLACK_MS = 1.10, 0.1
 
 
 def mcpstart_session(command, transport: str, calls: int) -> list[float]:
-    """``calls`` round trips in ms from mcpstart's probe on one fresh, initialized session,
-    after its warm-up."""
+    """``calls`` round trips in ms from mcpstart's probe on one fresh, initialized session."""
     settings = Settings()
     if transport == "http":
         settings = replace(settings, spawner=lambda c: HttpTransport(c))
@@ -46,16 +43,13 @@ def mcpstart_session(command, transport: str, calls: int) -> list[float]:
     with spawn.started([(command, first)], settings, timed=False) as (session,):
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
-        warmup.warm_up(lambda: warm_call(session, ToolCall(), settings.timeout_s))
         return round_trips(session, ToolCall(), calls, settings.timeout_s)["samples"]
 
 
 def plain_session(command, transport: str, calls: int) -> list[float]:
-    """The same calls from the plain client on one fresh, initialized session, after the
-    same warm-up rule on its own times."""
+    """The same calls from the plain client on one fresh, initialized session."""
     params = {"name": "reverse_text", "arguments": {"text": SMALL_TEXT}}
     with raw_mcp.client(command, transport) as plain:
-        warmup.warm_up(lambda: plain.request("tools/call", params).ms)
         return [plain.request("tools/call", params).ms for _ in range(calls)]
 
 
@@ -92,7 +86,6 @@ def main() -> None:
         os.sched_setaffinity(0, {args.pin})
     builds = reference_builds(args.names)
     print(f"{args.rounds} sessions of {args.calls} calls per method and server, alternating, "
-          f"each after its warm-up; "
           f"{'on CPU ' + str(args.pin) if args.pin >= 0 else 'unpinned'}; "
           f"target p50 <= {RATIO:.2f}x + {SLACK_MS} ms; {load_average()} at start")
     print(header("plain client"))

@@ -36,7 +36,7 @@ from .server import Server, guard
 from .session_cost import one_session
 from .settings import Settings
 from .steps import Say
-from .warm import round_trips, warm_call
+from .warm import round_trips
 
 
 def block(row: ServerResult, settings: Settings) -> dict:
@@ -85,7 +85,7 @@ def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> No
                     chosen_call(call, listing)  # a tool it does not list, or arguments missing
                     warmed = warmup.warm_up(
                         (lambda: _warm_session(session, settings, call)) if per_call
-                        else (lambda: warm_call(session, call, settings.timeout_s)))
+                        else (lambda: _warm_call(session, call, settings.timeout_s)))
                     if per_call:
                         times = _sessions(session, settings, call, share,
                                           series[call.name].errors)
@@ -121,6 +121,15 @@ def _figures(series: warm_sessions.Series) -> dict:
     if series.errors.total:
         figure["errors"] = series.errors.record()
     return {"warm_ms": figure, "warmup": series.warmed()}
+
+
+def _warm_call(session, call, timeout_s: float) -> float | None:
+    """One uncounted call on the warm session: its ms, None when an HTTP error status failed
+    it (warmup.warm_up's ``once``)."""
+    try:
+        return round_trips(session, call, 1, timeout_s)["samples"][0]
+    except HttpStatusError:
+        return None
 
 
 def _warm_session(session, settings: Settings, call) -> float | None:

@@ -12,7 +12,7 @@ from ..transports.session import Exited, NoAnswer, Session, SessionError, Traffi
 from ..wire import (SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
 from ..results import ServerResult
-from . import memory, spawn, warm_sessions, warmup
+from . import memory, spawn, warm_sessions
 from .client import (NO_TOOL, HttpStatusError, ProbeError, SeriesErrors, Skips, TooLarge,
                      call_tool, chosen_call, initialize_result, list_tools, tool_error)
 from .settings import Settings
@@ -30,9 +30,8 @@ def tool_session(command: Command, settings: Settings, row: ServerResult, skips:
     sampled (the peak of a tree, processes born and gone inside the call included), a
     Unicode check for reverse_text, and the spec's shutdown (``shutdown``, ``orphans``; also
     on failure). Then the warm round trips (``round_trip_ms``): ``settings.round_trips``
-    small calls one at a time after a warm-up (warmup.py), spread over
-    ``settings.warm_sessions`` sessions (warm_sessions.py): this one, after the large
-    call, then fresh starts.
+    small calls one at a time, spread over ``settings.warm_sessions`` sessions
+    (warm_sessions.py): this one, after the large call, then fresh starts.
 
     Raises:
         SessionError: a step got no usable answer; the row keeps what came before.
@@ -60,7 +59,7 @@ def _more_sessions(command: Command, settings: Settings, row: ServerResult, traf
                    call: ToolCall, series: warm_sessions.Series, shares: list[int],
                    progress: Callable[..., None]) -> None:
     """The warm round trips' later sessions (warm_sessions): per share, a fresh start
-    (initialize, ``notifications/initialized``), the warm-up, the share's round trips;
+    (initialize, ``notifications/initialized``), the share's round trips;
     ``round_trip_ms`` is updated after each. A session that fails fails the row and keeps
     the figure of those before it."""
     first = initialize_request(settings.requested_revision)
@@ -257,8 +256,9 @@ def _round_trips(session: Session, settings: Settings, row: ServerResult, call: 
 
 def _counted(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
              series: warm_sessions.Series, count: int) -> None:
-    """On one session: uncounted calls until their times stop falling (warmup.warm_up), then
-    ``count`` counted ones added to ``series``; ``round_trip_ms`` becomes the series so far:
+    """On one session: ``count`` counted calls added to ``series`` (no warm-up: the reference
+    table's round trips are the first calls of each session after its start's own, as
+    they were on one session); ``round_trip_ms`` becomes the series so far:
     ``{n, p50, p95, samples}`` over all its sessions' calls (``round_trips``), their
     ``sessions`` (warm_sessions.Series.record) and ``errors`` when an HTTP error status
     failed some.
@@ -266,23 +266,13 @@ def _counted(session: Session, settings: Settings, row: ServerResult, call: Tool
     Raises:
         SessionError: as ``round_trips``.
     """
-    warmed = warmup.warm_up(lambda: warm_call(session, call, settings.timeout_s))
     series.add(round_trips(session, call, count, settings.timeout_s, series.errors)["samples"],
-               warmed)
+               None)
     stats = summarize(series.samples)
     row.round_trip_ms = {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"],
                          "samples": series.samples, "sessions": series.record()}
     if series.errors.total:
         row.round_trip_ms["errors"] = series.errors.record()
-
-
-def warm_call(session: Session, call: ToolCall, timeout_s: float) -> float | None:
-    """One uncounted call on a warm session: its ms, None when an HTTP error status failed
-    it (warmup.warm_up's ``once``)."""
-    try:
-        return round_trips(session, call, 1, timeout_s)["samples"][0]
-    except HttpStatusError:
-        return None
 
 
 def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float,

@@ -1,7 +1,8 @@
 """The sessions of a warm series (warm.py's round trips, per_tool.py's per-tool warm calls):
 the counted calls are spread over ``settings.warm_sessions`` fresh sessions of the server
-(each a new process of a spawned server), each session's own calls made after the warm-up
-rule (warmup.py), and the figure is taken over all of them, with each session's median kept.
+(each a new process of a spawned server), a tool's calls in each session made after the
+warm-up rule (warmup.py), and the figure is taken over all of them, with each session's
+median kept.
 
 Why more than one: a warm round trip can sit in a mode that holds for a whole session and
 not the next. Measured on a 2-vCPU VM with the C reference server (the floor: no runtime, no
@@ -33,13 +34,13 @@ def shares(count: int, sessions: int) -> list[int]:
 @dataclass
 class Series:
     """One warm series over its sessions: each session's ``{samples, warmup}`` (ms; the
-    warm-up's ``{calls, settled}``) in order, and the calls an HTTP error status failed
-    in any of them."""
+    warm-up's ``{calls, settled}``, None without one) in order, and the calls an HTTP error
+    status failed in any of them."""
 
     sessions: list[dict] = field(default_factory=list)
     errors: SeriesErrors = field(default_factory=SeriesErrors)
 
-    def add(self, samples: list[float], warmed: dict) -> None:
+    def add(self, samples: list[float], warmed: dict | None) -> None:
         self.sessions.append({"samples": samples, "warmup": warmed})
 
     @property
@@ -61,8 +62,8 @@ class Series:
         """The first session whose warm-up ended unsettled, the calls an HTTP error status
         failed (of ``count``), and sessions whose medians disagree (``disagreement``)."""
         found = []
-        unsettled = next((s["warmup"] for s in self.sessions if not s["warmup"]["settled"]),
-                         None)
+        unsettled = next((s["warmup"] for s in self.sessions
+                          if s["warmup"] and not s["warmup"]["settled"]), None)
         if unsettled:
             found.append(warn.warmup_unsettled(metric, unsettled, warmup.MAX_CALLS,
                                                warmup.MAX_MS))
