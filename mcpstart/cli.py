@@ -323,8 +323,6 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--cache-state", type=click.Choice(["warm", "cold"]), default="warm",
         help="cold: evict the server's files from the page cache before every run."),
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
-    opt("--warm-sessions", default=defaults.WARM_SESSIONS, type=click.IntRange(1, 64),
-        help="Fresh starts the warm calls (round trips, each tool's) are spread over."),
     opt("--attribution/--no-attribution", default=True,
         help="Where each start goes: CPU and waits; Python imports, Go package inits, JVM "
              "classes, Node.js module evaluation."),
