@@ -59,7 +59,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
                                                             method="inclusive")[18]
 
 
-def compare(command, transport: str, rounds: int, calls: int) -> dict[str, list[list[float]]]:
+def sessions_of(command, transport: str, rounds: int, calls: int) -> dict[str, list[list[float]]]:
     """``rounds`` sessions of each method, alternating: {"mcpstart": [[ms] per session],
     "plain": [...]}."""
     sessions = {"mcpstart": [], "plain": []}
@@ -69,6 +69,13 @@ def compare(command, transport: str, rounds: int, calls: int) -> dict[str, list[
         for method in order:
             sessions[method].append(methods[method](command, transport, calls))
     return sessions
+
+
+def compare(command, transport: str, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
+    """``sessions_of``'s figures: {"mcpstart": (p50, p95), "plain": (p50, p95)} over all the
+    calls of each method."""
+    return {method: percentiles([ms for s in sessions for ms in s]) for method, sessions
+            in sessions_of(command, transport, rounds, calls).items()}
 
 
 def spread(sessions: list[list[float]]) -> str:
@@ -90,7 +97,7 @@ def main() -> None:
           f"target p50 <= {RATIO:.2f}x + {SLACK_MS} ms; {load_average()} at start")
     print(header("plain client"))
     for name, (transport, command) in builds.items():
-        sessions = compare(command, transport, args.rounds, args.calls)
+        sessions = sessions_of(command, transport, args.rounds, args.calls)
         (mine50, mine95), (theirs50, theirs95) = (
             percentiles([ms for s in sessions[method] for ms in s])
             for method in ("mcpstart", "plain"))
