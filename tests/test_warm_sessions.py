@@ -4,6 +4,8 @@ median is kept, sessions whose medians are apart beyond their noise are flagged 
 that lasts a session: the machine's or the server's), sessions that agree or differ within
 the noise are not, and a later start that fails keeps the figure measured before it."""
 
+from dataclasses import replace
+
 from mcpstart.command import Command
 from mcpstart.measure import per_tool, warm_sessions
 from mcpstart.measure.client import Skips
@@ -14,7 +16,8 @@ from mcpstart.transports.session import Traffic
 
 from conftest import fast
 from scripted import GoodServer, Out, Spawner
-from test_per_tool import PAIR, PairTools
+from scripted_http import HttpSpawner
+from test_per_tool import PAIR, Control, PairTools, measured
 
 
 class Moded(GoodServer):
@@ -124,3 +127,15 @@ def test_each_tool_of_a_workload_is_spread_over_the_starts_too():
         assert tool["warmup"] == {"calls": 3 * 80, "settled": True}
     assert kinds(server.row) == [("warm_sessions_disagree", "workload.tools.now.warm_ms"),
                                  ("warm_sessions_disagree", "workload.tools.count.warm_ms")]
+
+
+def test_over_http_each_session_of_its_own_counts_in_the_start_it_ran_in():
+    server = Server(ServerResult("h", "http"), Command(["h", "{port}"]), transport="http")
+    results = measured(server, http_spawner=HttpSpawner(Control), warm_sessions=2,
+                       workload=replace(PAIR, shape="per-call"))
+    row = results.servers[0]
+    assert row.status == "ok", row.reason
+    assert [s["n"] for s in row.round_trip_ms["sessions"]] == [10, 10]
+    for tool in row.workload["tools"].values():  # 20 full sessions, 10 on each start
+        assert [(s["n"], s["p50"]) for s in tool["warm_ms"]["sessions"]] == [(10, 0.0)] * 2
+    assert row.workload["initialize_ms"]["n"] == 40
