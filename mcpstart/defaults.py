@@ -14,7 +14,10 @@ plateau as the idle grows; the pause is well inside that plateau (the C harness'
 docs/figures.md, "The pause"; the rule: docs/measurement.md)."""
 ROUND_TRIPS = 100
 WARM_SESSIONS = 3
-"""Sessions a warm series' counted calls are spread over (measure/warm_sessions.py)."""
+"""Sessions a warm series' counted calls are spread over (measure/warm_sessions.py). With a
+slow mode in about a third of the sessions (the C floor on a 2-vCPU VM: 3 or 4 of 10), 3
+sessions show both modes in about 2 runs of 3 (1 - 0.35^3 - 0.65^3 = 0.68), at the cost of
+2 more starts of each server."""
 PROBE_FLOOR_S = 5.0
 """The least wait of a revision-matrix probe (measure/revisions.py, probe_wait)."""
 OUTPUT = "mcpstart-results.json"

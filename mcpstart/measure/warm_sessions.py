@@ -1,8 +1,8 @@
 """The sessions of a warm series (warm.py's round trips, per_tool.py's per-tool warm calls):
 the counted calls are spread over ``settings.warm_sessions`` fresh sessions of the server
-(each a new process of a spawned server), a tool's calls in each session made after the
-warm-up rule (warmup.py), and the figure is taken over all of them, with each session's
-median kept.
+(each a new process of a spawned server; over a URL, a new session), each tool of a
+workload warmed up in each by the warm-up rule (warmup.py; the round trips have none), and
+the figure is taken over all of them, with each session's median kept.
 
 Why more than one: a warm round trip can sit in a mode that holds for a whole session and
 not the next. Measured on a 2-vCPU VM with the C reference server (the floor: no runtime, no
