@@ -11,12 +11,18 @@ over HTTP both methods reach one server process, started once per server, whose 
 WARMUP_ROUNDS rounds are an uncounted common warm-up (a JIT runtime compiles during whichever
 method runs first: counted, it would be that method's alone).
 
+mcpstart's step runs with one warm session (``warm_sessions`` 1): each round is one session
+of each method, so the rounds are the sessions.
+
 Prints per server and tool the p50 and p95 of all counted calls of each method, their ratio,
 and met/MISSED against the target: mcpstart's figure within 10% + 0.2 ms of the plain
-client's, either way. Asserts nothing.
+client's, either way; then each method's per-session medians, sorted (a mode that lasts a
+session shows there: measure/warm_sessions.py). Asserts nothing. ``--pin CPU`` runs this
+process, and so every server it spawns, on that one CPU.
 
 Usage:
-  python benchmarks/workload_check.py [--rounds 8] [--calls 100] [--workload NAME] [NAMES...]
+  python benchmarks/workload_check.py [--rounds 8] [--calls 100] [--workload NAME] [--pin CPU]
+      [NAMES...]
       the recipes NAMES of workload-recipes/ (default: all), the workload default benchmark;
   python benchmarks/workload_check.py [--rounds 8] [--calls 100] --workload FILE -- CMD...
       one server of your own (over HTTP when CMD holds {port}).
@@ -25,6 +31,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from collections.abc import Iterator
@@ -112,7 +119,7 @@ def met(mine: float, theirs: float) -> bool:
 
 
 def check(name: str, transport: str, command, settings: Settings, rounds: int) -> None:
-    samples = {"mcpstart": {}, "plain": {}}
+    sessions = {"mcpstart": {}, "plain": {}}  # method -> tool -> [[ms] per round]
     with shared_process(transport, command) as port:
         warmup = 0 if port is None else WARMUP_ROUNDS
         for round_ in range(warmup + rounds):
@@ -124,11 +131,16 @@ def check(name: str, transport: str, command, settings: Settings, rounds: int) -
                 if round_ < warmup:
                     continue
                 for tool, times in got.items():
-                    samples[method].setdefault(tool, []).extend(times)
-    for tool in samples["plain"]:
-        mine, theirs = percentiles(samples["mcpstart"][tool]), percentiles(samples["plain"][tool])
+                    sessions[method].setdefault(tool, []).append(times)
+    for tool in sessions["plain"]:
+        mine, theirs = (percentiles([ms for s in sessions[method][tool] for ms in s])
+                        for method in ("mcpstart", "plain"))
         for figure, a, b in (("p50", mine[0], theirs[0]), ("p95", mine[1], theirs[1])):
             print(verdict(f"{name} {tool}", f"warm {figure}", a, b, met(a, b), "ms"))
+        for method in ("mcpstart", "plain"):
+            medians = sorted(statistics.median(s) for s in sessions[method][tool])
+            print(f"{name} {tool}: session p50s, {method}: "
+                  + " ".join(f"{m:.3f}" for m in medians))
 
 
 def main() -> None:
@@ -138,9 +150,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--workload", default="benchmark")
+    parser.add_argument("--pin", type=int, default=None)
     parser.add_argument("names", nargs="*")
     args = parser.parse_args(argv[:argv.index("--")] if command else argv)
-    settings = replace(Settings(), workload=load(args.workload), round_trips=args.calls)
+    if args.pin is not None:
+        os.sched_setaffinity(0, {args.pin})
+    settings = replace(Settings(), workload=load(args.workload), round_trips=args.calls,
+                       warm_sessions=1)
     if command:
         servers = {Path(command[0]).name: ("http" if any(PORT in a for a in command)
                                            else "stdio", Command(command))}
@@ -151,7 +167,8 @@ def main() -> None:
     print(f"workload {settings.workload.name} (shape {settings.workload.shape}); "
           f"{args.rounds} rounds of {args.calls} calls per tool and method, alternating (over "
           f"HTTP on one server process after {WARMUP_ROUNDS} common warm-up rounds); "
-          f"target within {RATIO:.0%} + {SLACK_MS} ms; {load_average()} at start")
+          f"target within {RATIO:.0%} + {SLACK_MS} ms; "
+          f"{'unpinned' if args.pin is None else f'on CPU {args.pin}'}; {load_average()} at start")
     print(header("plain client"))
     with mock_api.for_workload(settings) as settings:  # {mock_api}: the run's own mock API
         for name, (transport, cmd) in servers.items():

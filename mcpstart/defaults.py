@@ -23,6 +23,11 @@ distributions tested (Holm), is at most 0.1 (views/start_change.py). 3 starts a 
 0.1 at least, which no adjusted p of two distributions or more passes; 7 reach 2 / C(14, 7)
 = 0.00058, so a change separating every start passes among up to 170 distributions (a Python
 MCP server imports about 30)."""
+WARM_SESSIONS = 3
+"""Sessions a warm series' counted calls are spread over (measure/warm_sessions.py). With a
+slow mode in about a third of the sessions (the C floor on a 2-vCPU VM: 3 or 4 of 10), 3
+sessions show both modes in about 2 runs of 3 (1 - 0.35^3 - 0.65^3 = 0.68), at the cost of
+2 more starts of each server."""
 PROBE_FLOOR_S = 5.0
 """The least wait of a revision-matrix probe (measure/revisions.py, probe_wait)."""
 OUTPUT = "mcpstart-results.json"

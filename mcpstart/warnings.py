@@ -88,6 +88,9 @@ class Kind(StrEnum):
     WARMUP_UNSETTLED = "warmup_unsettled"
     """a per-tool warm series' warm-up ended before the tool's times stopped falling (a bound
     or a failed call: measure/warmup.py); its counted calls may not be warm."""
+    WARM_SESSIONS_DISAGREE = "warm_sessions_disagree"
+    """a warm series' sessions have medians apart beyond their own noise (measure/
+    warm_sessions.py): the figure depends on the session, the machine's or the server's."""
     CLIENTS_DISAGREE = "clients_disagree"
     """a message that some official SDKs' clients refuse and others read (measured as read)."""
 
@@ -323,6 +326,19 @@ def warmup_unsettled(metric: str, warmup: dict, max_calls: int, max_ms: float) -
                    f"the warm-up ended after {warmup['calls']} uncounted calls before their "
                    f"times stopped falling (its bounds: {max_calls} calls, {max_ms / 1000:g} s "
                    "of answer time, or a failed call): the counted calls may not be warm yet",
+                   metric)
+
+
+def warm_sessions_disagree(metric: str, fast_ms: float, slow_ms: float, sessions: int) -> dict:
+    """The medians of the fastest and slowest of a warm series' ``sessions`` sessions (ms),
+    whose 95% intervals are apart (measure/warm_sessions.disagreement)."""
+    return warning(Kind.WARM_SESSIONS_DISAGREE,
+                   f"the warm calls' median was {fast_ms:.3f} ms in one session and "
+                   f"{slow_ms:.3f} ms in another of {sessions}, their 95% intervals apart: the "
+                   "figure pools them, and depends on the session. A state that lasts a "
+                   "session sets it: the machine's (on a VM, client and server on different "
+                   "CPUs can make whole sessions slower: a CPU woken from idle) or the "
+                   "server's (what a JIT compiled in that process); compare several runs",
                    metric)
 
 

@@ -50,8 +50,9 @@ FAST_SETTLE = SettleRule(interval_s=0.05, slope_window_s=0.2, drop_window_s=0.3,
                          max_s=2)
 """A settle rule that ends in about 0.3 s on flat memory, for tests that are not about it."""
 FAST = Settings(pause_ms=0, settle=FAST_SETTLE, waits=Waits(shutdown_grace_s=0.5, diagnosis_s=0.5),
-                probe_grace_s=0.2, collect_garbage=False)
-"""Settings whose fixed waits are short: tests that are not about a wait pass these."""
+                probe_grace_s=0.2, collect_garbage=False, warm_sessions=1)
+"""Settings whose fixed waits are short: tests that are not about a wait pass these. One warm
+session: tests about the warm series' sessions ask for more (tests/test_warm_sessions.py)."""
 
 
 def fast(**changes) -> Settings:

@@ -28,7 +28,7 @@ from ..results import ServerResult
 from ..stats import latency, summarize_runs
 from ..transports.session import Exited, NoAnswer, SessionError
 from ..wire import initialize_request
-from . import spawn, warmup
+from . import spawn, warm_sessions, warmup
 from .client import (HttpStatusError, SeriesErrors, Skips, chosen_call, initialize_result,
                      list_tools)
 from .cold import cold_start
@@ -67,47 +67,60 @@ def warm(server: Server, settings: Settings, say: Say) -> None:
 
 
 def _warm(server: Server, settings: Settings, found: dict, per_call: bool) -> None:
+    """The warm series of every tool on ``settings.warm_sessions`` fresh starts of the
+    server (warm_sessions.shares of the counted calls each), each tool warmed up in each;
+    the figures are updated after every start, so a start that fails keeps the ones before.
+    A tool that failed is not called again."""
+    calls, failed, inits = settings.workload.calls, set(), []
+    series = {call.name: warm_sessions.Series() for call in calls}
     first = initialize_request(settings.requested_revision)
-    with spawn.started([(server.command, first)], settings, timed=False,
-                       traffic=server.traffic) as (session,):
-        initialize_result(session.wait(1, settings.timeout_s))
-        session.notify("notifications/initialized")
-        listing = list_tools(session, settings.timeout_s)
-        inits = []
-        for call in settings.workload.calls:
-            errors = SeriesErrors()
-            try:
-                chosen_call(call, listing)  # a tool it does not list, or arguments missing
-                warmed = warmup.warm_up(
-                    (lambda: _warm_session(session, settings, call)) if per_call
-                    else (lambda: _warm_call(session, call, settings.timeout_s)))
-                found["tools"][call.name]["warmup"] = warmed
-                if not warmed["settled"]:
-                    server.row.warnings.append(
-                        warn.warmup_unsettled(f"workload.tools.{call.name}.warm_ms", warmed,
-                                       warmup.MAX_CALLS, warmup.MAX_MS))
-                if per_call:
-                    times = _sessions(session, settings, call, errors)
-                    inits += [t["initialize"] for t in times]
-                    figure = latency([t["tools/call"] for t in times])
-                else:
-                    figure = round_trips(session, call, settings.round_trips,
-                                         settings.timeout_s, errors)
-                    figure = {**latency(figure["samples"]),
-                              **({"errors": figure["errors"]} if "errors" in figure else {})}
-            except (Exited, NoAnswer):
-                raise
-            except SessionError as err:
-                server.row.skip_block(f"workload.tools.{call.name}.warm_ms", str(err))
-                server.row.fail(str(err))
-                continue
-            if per_call and errors.total:
-                figure["errors"] = errors.record()
-            if errors.total:
-                server.row.warnings.append(errors.warning(
-                    f"workload.tools.{call.name}.warm_ms", settings.round_trips))
-            found["tools"][call.name]["warm_ms"] = figure
+    for share in warm_sessions.shares(settings.round_trips, settings.warm_sessions):
+        with spawn.started([(server.command, first)], settings, timed=False,
+                           traffic=server.traffic) as (session,):
+            initialize_result(session.wait(1, settings.timeout_s))
+            session.notify("notifications/initialized")
+            listing = list_tools(session, settings.timeout_s)
+            for call in (c for c in calls if c.name not in failed):
+                try:
+                    chosen_call(call, listing)  # a tool it does not list, or arguments missing
+                    warmed = warmup.warm_up(
+                        (lambda: _warm_session(session, settings, call)) if per_call
+                        else (lambda: _warm_call(session, call, settings.timeout_s)))
+                    if per_call:
+                        times = _sessions(session, settings, call, share,
+                                          series[call.name].errors)
+                        inits += [t["initialize"] for t in times]
+                        samples = [t["tools/call"] for t in times]
+                    else:
+                        samples = round_trips(session, call, share, settings.timeout_s,
+                                              series[call.name].errors)["samples"]
+                except (Exited, NoAnswer):
+                    raise
+                except SessionError as err:
+                    failed.add(call.name)
+                    server.row.fail(str(err))
+                    if not series[call.name].sessions:
+                        server.row.skip_block(f"workload.tools.{call.name}.warm_ms", str(err))
+                    continue
+                series[call.name].add(samples, warmed)
+        for call in calls:
+            found["tools"][call.name].update(_figures(series[call.name]))
         found["initialize_ms"] = latency(inits) if inits else None
+    for call in calls:
+        server.row.warnings += series[call.name].warnings(
+            f"workload.tools.{call.name}.warm_ms", settings.round_trips)
+
+
+def _figures(series: warm_sessions.Series) -> dict:
+    """A tool's ``warm_ms`` (stats.latency of all its sessions' calls, their ``sessions``,
+    and ``errors`` when an HTTP error status failed some) and ``warmup``
+    (Series.warmed); nothing before its first session measured it."""
+    if not series.sessions:
+        return {}
+    figure = {**latency(series.samples), "sessions": series.record()}
+    if series.errors.total:
+        figure["errors"] = series.errors.record()
+    return {"warm_ms": figure, "warmup": series.warmed()}
 
 
 def _warm_call(session, call, timeout_s: float) -> float | None:
@@ -130,22 +143,24 @@ def _warm_session(session, settings: Settings, call) -> float | None:
         return None
 
 
-def _sessions(session, settings: Settings, call, errors: SeriesErrors) -> list[dict]:
-    """``settings.round_trips`` counted full sessions calling ``call``
-    (session_cost.one_session): each one's ``{initialize, tools/call}`` ms; a session an HTTP
-    error status failed is counted in ``errors`` and left out.
+def _sessions(session, settings: Settings, call, count: int,
+              errors: SeriesErrors) -> list[dict]:
+    """``count`` counted full sessions calling ``call`` (session_cost.one_session): each
+    one's ``{initialize, tools/call}`` ms; a session an HTTP error status failed is counted
+    in ``errors`` and left out.
 
     Raises:
-        SessionError: as one_session (an HTTP error status only when every session got one).
+        SessionError: as one_session (an HTTP error status only when every one of these
+            ``count`` sessions got one).
     """
-    times = []
-    for _ in range(settings.round_trips):
+    times, before = [], errors.total
+    for _ in range(count):
         try:
             _, _, parts = one_session(session.transport, settings, call, session.traffic)
         except HttpStatusError as err:
             session.transport.end_session(settings.timeout_s)
             errors.count(err)
-            if errors.total == settings.round_trips:
+            if errors.total - before == count:
                 raise
             continue
         times.append(parts)

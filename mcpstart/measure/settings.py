@@ -42,7 +42,8 @@ class Settings:
             "sequential"; None: interleave when several servers are measured.
         seed: the seed of the per-round shuffle.
         cache_state: "warm" (files in the page cache) or "cold" (evicted before each run).
-        round_trips: small calls on one warm session (0: none).
+        round_trips: counted small calls of a warm series (0: none).
+        warm_sessions: the sessions they are spread over (measure/warm_sessions.py).
         probe_timeout_s: the wait of each revision-matrix probe, as given (--probe-timeout);
             None: derived from the server's measured start (revisions.probe_wait).
         probe_floor_s: the least derived wait of a revision-matrix probe.
@@ -103,6 +104,7 @@ class Settings:
     seed: int = 0
     cache_state: str = "warm"
     round_trips: int = defaults.ROUND_TRIPS
+    warm_sessions: int = defaults.WARM_SESSIONS
     probe_timeout_s: float | None = None
     probe_floor_s: float = defaults.PROBE_FLOOR_S
     fallback_timeout_s: float | None = None
@@ -152,6 +154,7 @@ class Settings:
             "payload_bytes": self.payload_bytes, "requested_revision": self.requested_revision,
             "order": order, "seed": self.seed, "pause_ms": self.pause_ms,
             "cache_state": self.cache_state, "round_trips": self.round_trips,
+            "warm_sessions": self.warm_sessions,
             "probe_timeout_s": self.probe_timeout_s, "probe_floor_s": self.probe_floor_s,
             "fallback_timeout_s": self.fallback_timeout_s,
             "call_tool": self.call.name if self.call else None,

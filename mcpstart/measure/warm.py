@@ -1,5 +1,5 @@
-"""One warm session per server: the tools, idle memory, warm round trips and a tool call with
-a large payload."""
+"""One warm session per server: the tools, idle memory, a tool call with a large payload and
+warm round trips, these spread over more sessions (warm_sessions.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ..transports.session import Exited, NoAnswer, Session, SessionError, Traffi
 from ..wire import (SMALL_TEXT, UNICODE_CHECK, ToolCall, initialize_request,
                     payload_text)
 from ..results import ServerResult
-from . import memory, spawn
+from . import memory, spawn, warm_sessions
 from .client import (NO_TOOL, HttpStatusError, ProbeError, SeriesErrors, Skips, TooLarge,
                      call_tool, chosen_call, initialize_result, list_tools, tool_error)
 from .settings import Settings
@@ -24,34 +24,69 @@ def tool_session(command: Command, settings: Settings, row: ServerResult, skips:
     failure keeps everything measured before it (docs/faults.md, family 15): initialize,
     ``notifications/initialized`` (over HTTP the standalone GET stream opened after it:
     Transport.listen), ``tools/list`` (all pages: the ``tools`` block), idle
-    memory once settled (``memory``), ``settings.round_trips`` small calls one at a time
-    (``round_trip_ms``), the large call twice: once timed with nothing else of mcpstart
+    memory once settled (``memory``), the large call twice: once timed with nothing else of mcpstart
     running, its processes' high-water marks reset before and read after (``payload``; the
     exact peak of a one-process server), once again with the marks reset and the process set
     sampled (the peak of a tree, processes born and gone inside the call included), a
     Unicode check for reverse_text, and the spec's shutdown (``shutdown``, ``orphans``; also
-    on failure).
+    on failure). Then the warm round trips (``round_trip_ms``): ``settings.round_trips``
+    small calls one at a time, spread over ``settings.warm_sessions`` sessions
+    (warm_sessions.py): this one, after the large call, then fresh starts.
 
     Raises:
         SessionError: a step got no usable answer; the row keeps what came before.
     """
     first = initialize_request(settings.requested_revision)
-    with spawn.started([(command, first)], settings, timed=False) as (session,):
-        session.transport.listen()  # untimed: the server's own streams are open (HTTP's GET)
-        try:
-            _steps(session, settings, row, skips, progress)
-        finally:
-            ended = session.shutdown()
-            row.shutdown = {"how": ended.how, "ms": ended.ms}
-            row.orphans += ended.orphans
-            traffic.merge(session.traffic)
+    series, shares = warm_sessions.Series(), warm_sessions.shares(settings.round_trips,
+                                                                  settings.warm_sessions)
+    try:
+        with spawn.started([(command, first)], settings, timed=False) as (session,):
+            session.transport.listen()  # untimed: the server's own streams are open (HTTP)
+            try:
+                call = _steps(session, settings, row, skips, progress, series, shares[:1])
+            finally:
+                ended = session.shutdown()
+                row.shutdown = {"how": ended.how, "ms": ended.ms}
+                row.orphans += ended.orphans
+                traffic.merge(session.traffic)
+        if series.sessions and row.status == "ok":
+            _more_sessions(command, settings, row, traffic, call, series, shares[1:], progress)
+    finally:
+        row.warnings += series.warnings("round_trip_ms", settings.round_trips)
+
+
+def _more_sessions(command: Command, settings: Settings, row: ServerResult, traffic: Traffic,
+                   call: ToolCall, series: warm_sessions.Series, shares: list[int],
+                   progress: Callable[..., None]) -> None:
+    """The warm round trips' later sessions (warm_sessions): per share, a fresh start
+    (initialize, ``notifications/initialized``), the share's round trips;
+    ``round_trip_ms`` is updated after each. A session that fails fails the row and keeps
+    the figure of those before it."""
+    first = initialize_request(settings.requested_revision)
+    for index, share in enumerate(shares, 2):
+        progress(f"warm round trips, session {index} of {len(shares) + 1}")
+        with spawn.started([(command, first)], settings, timed=False) as (session,):
+            session.transport.listen()
+            try:
+                initialize_result(session.wait(1, settings.timeout_s))
+                session.notify("notifications/initialized")
+                _counted(session, settings, row, call, series, share)
+            except SessionError as err:
+                row.fail(f"warm round trips, session {index}: {err}")
+                return
+            finally:
+                row.orphans += session.shutdown().orphans
+                traffic.merge(session.traffic)
 
 
 def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips,
-           progress: Callable[..., None]) -> None:
+           progress: Callable[..., None], series: warm_sessions.Series,
+           shares: list[int]) -> ToolCall | None:
     """The steps of ``tool_session`` on a started session, in order; ``progress(text)``
     names each, ``progress(text, "settle")`` the idle-memory wait, which times nothing and
-    may last the settle rule's ``max_s`` (a progress display keeps it alive meanwhile)."""
+    may last the settle rule's ``max_s`` (a progress display keeps it alive meanwhile).
+    The warm round trips' first session (``shares``: its count, or none) goes in
+    ``series``. Returns the small call (None: none was chosen)."""
     init = initialize_result(session.wait(1, settings.timeout_s))
     session.notify("notifications/initialized")
     listing = call_error = None
@@ -91,7 +126,7 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         if not settled:
             row.warnings.append(warn.unsettled(waited))
     if listing is None:
-        return
+        return None
     if call_error:
         raise call_error
     unanswered = call is not None and f"tools/call {call.name}" in skips.unanswered
@@ -99,19 +134,20 @@ def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips
         cause = skips.causes[f"tools/call {call.name}"]
         row.skip_block("payload", cause)
         row.skip_block("round_trip_ms", cause)
-        return
+        return call
     if call is None:
         row.skip_block("payload", NO_TOOL)
         row.skip_block("round_trip_ms", "no tool to call")
-        return
+        return None
     try:  # first, from the idle state: the round trips' growth is not in its peak
         _large_call(session, settings, row, call, processes, progress)
     except (Exited, NoAnswer):
         raise
     except SessionError as err:  # the server still answers: the round trips are measured
-        _round_trips(session, settings, row, call, progress)
+        _round_trips(session, settings, row, call, progress, series, shares)
         raise err
-    _round_trips(session, settings, row, call, progress)
+    _round_trips(session, settings, row, call, progress, series, shares)
+    return call
 
 
 def _large_call(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
@@ -201,25 +237,42 @@ def _sized_call(session: Session, settings: Settings, row: ServerResult, call: T
 
 
 def _round_trips(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
-                 progress: Callable[[str], None]) -> None:
-    """The warm round trips (``round_trip_ms``); an answer no client can use fails the row
-    and leaves them not measured."""
-    if not settings.round_trips:
+                 progress: Callable[[str], None], series: warm_sessions.Series,
+                 shares: list[int]) -> None:
+    """The warm round trips' first session (``_counted``); an answer no client can use fails
+    the row and leaves them not measured."""
+    if not shares:
         row.skip_block("round_trip_ms", "--round-trips 0")
         return
     progress(f"{settings.round_trips} warm round trips")
-    errors = SeriesErrors()
     try:
-        row.round_trip_ms = round_trips(session, call, settings.round_trips, settings.timeout_s,
-                                        errors)
+        _counted(session, settings, row, call, series, shares[0])
     except (Exited, NoAnswer):
         raise
     except SessionError as err:
         row.fail(str(err))
         row.skip_block("round_trip_ms", str(err))
-        return
-    if errors.total:
-        row.warnings.append(errors.warning("round_trip_ms", settings.round_trips))
+
+
+def _counted(session: Session, settings: Settings, row: ServerResult, call: ToolCall,
+             series: warm_sessions.Series, count: int) -> None:
+    """On one session: ``count`` counted calls added to ``series`` (no warm-up: the reference
+    table's round trips are the first calls of each session after its start's own, as
+    they were on one session); ``round_trip_ms`` becomes the series so far:
+    ``{n, p50, p95, samples}`` over all its sessions' calls (``round_trips``), their
+    ``sessions`` (warm_sessions.Series.record) and ``errors`` when an HTTP error status
+    failed some.
+
+    Raises:
+        SessionError: as ``round_trips``.
+    """
+    series.add(round_trips(session, call, count, settings.timeout_s, series.errors)["samples"],
+               None)
+    stats = summarize(series.samples)
+    row.round_trip_ms = {"n": stats["n"], "p50": stats["median"], "p95": stats["p95"],
+                         "samples": series.samples, "sessions": series.record()}
+    if series.errors.total:
+        row.round_trip_ms["errors"] = series.errors.record()
 
 
 def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float,
@@ -227,20 +280,21 @@ def round_trips(session: Session, call: ToolCall, count: int, timeout_s: float,
     """``count`` small calls of ``call`` on a warm session, one in flight, nothing else of
     mcpstart running. Returns ``{n, p50, p95, samples}`` in ms (request written to answer
     read; p95 by linear interpolation, null under 20 calls), and ``errors`` ({total,
-    by_class}) when an HTTP error status failed some calls (counted in ``errors``; ``n``
-    counts the others).
+    by_class}) when an HTTP error status failed some calls (counted in ``errors``, which may
+    hold a series' earlier ones; ``n`` counts the others).
 
     Raises:
         SessionError: a call got no usable answer or its tool reported an error; every
             call failed with an HTTP error status (the first one's).
     """
     samples, errors = [], errors if errors is not None else SeriesErrors()
+    before = errors.total
     for _ in range(count):
         try:
             outcome = call_tool(session, call, SMALL_TEXT, timeout_s)
         except HttpStatusError as err:
             errors.count(err)
-            if errors.total == count:
+            if errors.total - before == count:
                 raise
             continue
         if outcome.is_error:
