@@ -65,7 +65,8 @@ def _more_sessions(command: Command, settings: Settings, row: ServerResult, traf
     first = initialize_request(settings.requested_revision)
     for index, share in enumerate(shares, 2):
         progress(f"warm round trips, session {index} of {len(shares) + 1}")
-        with spawn.started([(command, first)], settings, timed=False) as (session,):
+        with spawn.started([(command, first)], settings, timed=False,
+                           traffic=traffic) as (session,):
             session.transport.listen()
             try:
                 initialize_result(session.wait(1, settings.timeout_s))
@@ -76,7 +77,6 @@ def _more_sessions(command: Command, settings: Settings, row: ServerResult, traf
                 return
             finally:
                 row.orphans += session.shutdown().orphans
-                traffic.merge(session.traffic)
 
 
 def _steps(session: Session, settings: Settings, row: ServerResult, skips: Skips,

@@ -569,11 +569,11 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
         lines.append(f"{_plural(len(regressions), 'regression')}: " + "; ".join(
             f"{r.server} {r.metric}" for r in regressions) + ".")
     elif untested := comparison.untested:
-        runs = next(n for n in range(1, 100) if smallest_p(n, n) <= comparison.alpha)
+        runs = next((n for n in range(1, 100) if smallest_p(n, n) <= comparison.alpha), None)
         lines.append(
             f"No regression found, but {_plural(len(untested), 'median')} above the threshold "
-            f"could not be tested (too few runs; {runs} runs of each reach alpha "
-            f"{comparison.alpha:g}): " + "; ".join(
+            "could not be tested (too few runs" + (f"; {runs} runs of each reach alpha "
+            f"{comparison.alpha:g}" if runs else "") + "): " + "; ".join(
                 f"{r.server} {r.metric} new/old {r.ratio:.3f}" for r in untested) + ".")
     else:
         lines.append("No regression.")
