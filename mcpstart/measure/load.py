@@ -183,14 +183,15 @@ def run_engine(endpoint: Endpoint, scenario: str, settings: Settings, call: Tool
         finally:
             for engine in engines:
                 _end(engine)
-        said = "; ".join(f"{path.name}: {_tail(path) or 'nothing'}" for path in logs)
+        def said() -> str:  # read only when a run failed
+            return "; ".join(f"{path.name}: {_tail(path) or 'nothing'}" for path in logs)
         if not output.exists():
             raise LoadError(f"the load engine (Locust {version}) exited with "
-                            f"{engines[0].returncode} and no records; it said: {said}")
+                            f"{engines[0].returncode} and no records; it said: {said()}")
         data = json.loads(output.read_text())
         if spread and not data["workers"]:
             raise LoadError(f"no load worker of Locust {version} sent its records; they said: "
-                            f"{said}")
+                            f"{said()}")
         return (load_workers.merge(data, workers) if spread else data), samples, version
 
 
