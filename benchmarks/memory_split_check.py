@@ -282,7 +282,9 @@ def by_mcpstart(command, transport: str, runtime: str) -> dict:
     row.start_usage = {"processes": [{"name": runtime}]}
     module = node_packages if runtime == "node" else jvm_classes
     with child_subreaper():
-        module.measure(Server(row, command, transport=transport), Settings(timeout_s=60))
+        for _start in module.measure(Server(row, command, transport=transport),
+                                     Settings(timeout_s=60)):  # one yield per start
+            pass
     if row.runtime_heap is None:
         raise RuntimeError(f"no runtime_heap: {row.not_measured.get('runtime_heap')}")
     return row.runtime_heap
