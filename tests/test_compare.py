@@ -489,3 +489,18 @@ def test_servers_pair_by_command(tmp_path):
     result = CliRunner().invoke(main, ["compare", write(tmp_path / "a.json", old),
                                        write(tmp_path / "b.json", new), "--pair", "command"])
     assert result.exit_code == 0 and "| go -> srv" in result.output
+
+
+def test_the_rules_name_as_not_gated_exactly_the_rows_that_are_not_gated(tmp_path):
+    from mcpstart.views.compare import SINGLES, UNGATED, rules
+
+    assert set(UNGATED) == {m for m, family in SINGLES.items() if family is None}
+    data = fresh()
+    for row in data["servers"]:
+        row["footprint"]["dev_tree_bytes"] *= 5
+    comparison = compare(fresh(), data)
+    tree = [r for r in comparison.rows if r.metric == "footprint.dev_tree_bytes"]
+    assert tree and {r.verdict for r in tree} == {"not gated"} and comparison.exit_status == 0
+    said = rules(comparison)[1]
+    assert "the build tree and the sessions' memory slope are shown, not gated" in said
+    assert "the artifact or the dependency count more than 10%," in said

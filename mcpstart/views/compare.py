@@ -51,6 +51,10 @@ sessions' memory slope: a fit over one run, with no noise rule yet; the build tr
 build wrote beside what ships, lock files and caches, which the artifact and the dependency
 count already gate)."""
 
+UNGATED = {"footprint.dev_tree_bytes": "the build tree",
+           "http.sessions_leak.bytes_per_session": "the sessions' memory slope"}
+"""The single values SINGLES shows without gating -> their name in the rules (``rules``)."""
+
 TOOL_SERIES = {"warm_ms": "calls", "cold_first_call_ms": "time"}
 """A workload's per-tool series (``workload.tools.NAME.FIGURE``, docs/workloads.md) ->
 family: each tool's warm calls as the "calls" family, its cold first call as "time"."""
@@ -511,11 +515,12 @@ def rules(comparison: Comparison) -> list[str]:
         "alpha is inconclusive.",
         f"Single values: a regression is idle memory or the large call's peak more than "
         f"{t['memory']:g}% above OLD's (and more than {MEMORY_NOISE_PCT:g}%, the noise of two "
-        f"readings), artifact, dependencies or tree more than {t['footprint']:g}%, tool-list "
-        f"bytes or tokens more than {t['tools']:g}%, load throughput more than {t['load']:g}% "
-        "below; a load figure marked engine-bound is no verdict either way (its rate is the load "
-        "engine's ceiling, not the server's). A server ok in OLD that failed or was "
-        "interrupted in NEW, or missing from NEW, fails the gate.",
+        f"readings), the artifact or the dependency count more than {t['footprint']:g}%, the "
+        f"tool list's or the instructions' bytes or tokens more than {t['tools']:g}%, load "
+        f"throughput more than {t['load']:g}% below; {' and '.join(UNGATED.values())} are "
+        "shown, not gated; a load figure marked engine-bound is no verdict either way (its "
+        "rate is the load engine's ceiling, not the server's). A server ok in OLD that failed "
+        "or was interrupted in NEW, or missing from NEW, fails the gate.",
         f"Smallest attainable p: {reach}." if reach
         else "No timing series has samples in both files: no test ran.",
     ]
