@@ -504,3 +504,30 @@ def test_the_rules_name_as_not_gated_exactly_the_rows_that_are_not_gated(tmp_pat
     said = rules(comparison)[1]
     assert "the build tree and the sessions' memory slope are shown, not gated" in said
     assert "the artifact or the dependency count more than 10%," in said
+
+
+def test_a_server_from_a_config_and_the_same_command_after_dashes_pair_by_command(tmp_path):
+    """The commands the two routes record (``row.command``: the Command a Target spawns) are
+    the same, so ``--pair command`` pairs them though their names differ."""
+    from mcpstart.command import Command
+    from mcpstart.targets.plan import make_plan
+
+    argv = ["python3", str(Path(__file__).parent / "fakes" / "fake_server.py"), "--quiet"]
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(json.dumps({"mcpServers": {"fake": {"command": argv[0],
+                                                          "args": argv[1:]}}}))
+
+    def recorded(command=(), configs=()):
+        [target] = make_plan(tuple(command), (), tuple(configs), None, None, None, (), False,
+                             lambda: tmp_path).targets
+        return target.name, Command(list(target.argv), target.cwd, target.env).record()
+
+    (config_name, from_config), (dash_name, from_dashes) = recorded(configs=[config]), \
+        recorded(command=argv)
+    assert config_name == "fake" and dash_name != "fake" and from_config == from_dashes
+    old = results(server(config_name, command=from_config))
+    new = results(server(dash_name, command=from_dashes))
+    assert compare(old, new).exit_status == 2  # by name: nothing in common
+    paired = compare(old, new, pair="command")
+    assert paired.exit_status == 0 and {r.server for r in paired.rows} == {
+        f"fake -> {dash_name}"}
