@@ -126,6 +126,21 @@ def test_failed_then_ok_is_not_a_regression(tmp_path):
     assert "ok in NEW" in result.output
 
 
+def test_a_server_failed_in_both_files_is_said_with_its_reason_not_a_regression(tmp_path):
+    failed = {"name": "rust", "status": "failed", "reason": "no answer to initialize"}
+    result = run_compare(tmp_path, results(server("go"), failed), results(server("go"), failed))
+    assert result.exit_code == 0, result.output
+    rows = compare(results(failed), results(failed)).rows
+    assert [(r.metric, r.old, r.new, r.verdict, r.regression) for r in rows] == [
+        ("status", "failed", "failed", "failed in OLD and NEW: no answer to initialize", False)]
+    cells = [[c.strip() for c in line.strip("|").split("|")]
+             for line in result.output.splitlines() if line.startswith("| rust ")]
+    assert cells == [["rust", "status", "failed", "failed", "-", "-", "-",
+                      "failed in OLD and NEW: no answer to initialize"]]
+    assert [r.metric for r in compare(results(server("go")), results(server("go"))).rows
+            ].count("status") == 0  # ok in both: no status row
+
+
 def test_too_few_runs(tmp_path):
     three = {"handshake_ms": summarize(HANDSHAKE[:3]), "phases_ms": None}
     old, new = results(server("c", **three)), results(server("c", **three))

@@ -235,9 +235,15 @@ def _series_row(name: str, metric: str, old: list[float], new: list[float], alph
 
 
 def _status_row(name: str, old: dict, new: dict) -> Row | None:
+    """The server's status row where it is not "ok" in both files: a regression where an
+    "ok" of OLD failed or was interrupted in NEW; else said, with NEW's reason (a server
+    that failed in both files is no regression, but never passes unsaid)."""
     before, after = old.get("status"), new.get("status")
     if before == after:
-        return None
+        if before in (None, "ok"):
+            return None
+        return Row(name, "status", before, after,
+                   f"{after} in OLD and NEW: {new.get('reason') or after}")
     if before == "ok" and after == "failed":
         return Row(name, "status", before, after, f"regression: {new.get('reason') or 'failed'}",
                    regression=True)
