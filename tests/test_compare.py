@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,20 @@ def test_a_server_failed_in_both_files_is_said_with_its_reason_not_a_regression(
                       "failed in OLD and NEW: no answer to initialize"]]
     assert [r.metric for r in compare(results(server("go")), results(server("go"))).rows
             ].count("status") == 0  # ok in both: no status row
+
+
+def test_a_reason_of_several_lines_and_pipes_stays_one_markdown_cell(tmp_path):
+    failed = {"name": "rust", "status": "failed",
+              "reason": "exited with code 1 | after 52 ms\nError: FOO_API_KEY not set"}
+    result = run_compare(tmp_path, results(server("rust")), results(failed))
+    assert result.exit_code == 1, result.output
+    table = [line for line in result.output.splitlines() if line.startswith("|")]
+    assert len(table) == 3  # header, rule, the status row
+    assert re.split(r"(?<!\\)\|", table[2])[1:-1][-1].strip() == (
+        "**regression: exited with code 1 \\| after 52 ms Error: FOO_API_KEY not set**")
+    plain = run_compare(tmp_path, results(server("rust")), results(failed), "--format", "plain")
+    assert "regression: exited with code 1 | after 52 ms Error: FOO_API_KEY not set" in \
+        plain.output
 
 
 def test_too_few_runs(tmp_path):

@@ -14,7 +14,7 @@ from ..defaults import ALPHA, CALLS_NOISE_MS, MEMORY_NOISE_PCT, THRESHOLDS_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
 from . import build_change, start_change
-from .table import fmt_mib
+from .table import fmt_mib, one_line
 
 FAMILIES = tuple(THRESHOLDS_PCT)
 """The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
@@ -545,11 +545,12 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
          else f"mcpstart compare: OLD {old_name}, NEW {new_name}"),
         "", " ".join(rules(comparison)), "",
     ]
-    table = [[r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
-              "-" if r.ratio is None else f"{r.ratio:.3f}",
-              "-" if r.u is None else r.u,
-              "-" if r.p is None else f"{r.p:.3g}",
-              f"**{r.verdict}**" if r.regression and markdown else r.verdict]
+    table = [[one_line(text, markdown) for text in (  # a reason may hold lines and pipes
+                 r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
+                 "-" if r.ratio is None else f"{r.ratio:.3f}",
+                 "-" if r.u is None else r.u,
+                 "-" if r.p is None else f"{r.p:.3g}",
+                 f"**{r.verdict}**" if r.regression and markdown else r.verdict)]
              for r in comparison.rows]
     headers = ["server", "metric", "old", "new", "new/old", "U", "p", "verdict"]
     lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)
