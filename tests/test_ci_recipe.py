@@ -1,6 +1,6 @@
 """The CI recipe of docs/ci.md: its GitHub Actions workflow is valid (actionlint, where it is
 installed), every mcpstart command in it is one this mcpstart accepts, and the job fails on
-compare's non-zero exit status."""
+compare's non-zero exit status, also on a pull request from a fork (which cannot comment)."""
 
 import re
 import shlex
@@ -48,6 +48,10 @@ def test_every_mcpstart_command_of_the_workflow_parses_and_a_regression_fails_th
     [gate] = [s for s in steps if "steps.compare.outputs.status" in str(s.get("if"))]
     assert gate["if"] == "steps.compare.outputs.status != '0'"
     assert gate["run"].rstrip().endswith("exit 1")
+    # a fork's read-only token cannot comment: the comment is skipped there, not the gate
+    [comment] = [s for s in steps if "gh pr comment" in s.get("run", "")]
+    assert comment["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+    assert "if" not in compare and steps.index(comment) < steps.index(gate)
 
 
 def test_the_workflow_passes_actionlint(tmp_path):
