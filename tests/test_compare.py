@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,35 @@ def test_failed_then_ok_is_not_a_regression(tmp_path):
                          results(server("rust")))
     assert result.exit_code == 0, result.output
     assert "ok in NEW" in result.output
+
+
+def test_a_server_failed_in_both_files_is_said_with_its_reason_not_a_regression(tmp_path):
+    failed = {"name": "rust", "status": "failed", "reason": "no answer to initialize"}
+    result = run_compare(tmp_path, results(server("go"), failed), results(server("go"), failed))
+    assert result.exit_code == 0, result.output
+    rows = compare(results(failed), results(failed)).rows
+    assert [(r.metric, r.old, r.new, r.verdict, r.regression) for r in rows] == [
+        ("status", "failed", "failed", "failed in OLD and NEW: no answer to initialize", False)]
+    cells = [[c.strip() for c in line.strip("|").split("|")]
+             for line in result.output.splitlines() if line.startswith("| rust ")]
+    assert cells == [["rust", "status", "failed", "failed", "-", "-", "-",
+                      "failed in OLD and NEW: no answer to initialize"]]
+    assert [r.metric for r in compare(results(server("go")), results(server("go"))).rows
+            ].count("status") == 0  # ok in both: no status row
+
+
+def test_a_reason_of_several_lines_and_pipes_stays_one_markdown_cell(tmp_path):
+    failed = {"name": "rust", "status": "failed",
+              "reason": "exited with code 1 | after 52 ms\nError: FOO_API_KEY not set"}
+    result = run_compare(tmp_path, results(server("rust")), results(failed))
+    assert result.exit_code == 1, result.output
+    table = [line for line in result.output.splitlines() if line.startswith("|")]
+    assert len(table) == 3  # header, rule, the status row
+    assert re.split(r"(?<!\\)\|", table[2])[1:-1][-1].strip() == (
+        "**regression: exited with code 1 \\| after 52 ms Error: FOO_API_KEY not set**")
+    plain = run_compare(tmp_path, results(server("rust")), results(failed), "--format", "plain")
+    assert "regression: exited with code 1 | after 52 ms Error: FOO_API_KEY not set" in \
+        plain.output
 
 
 def test_too_few_runs(tmp_path):
@@ -489,3 +519,45 @@ def test_servers_pair_by_command(tmp_path):
     result = CliRunner().invoke(main, ["compare", write(tmp_path / "a.json", old),
                                        write(tmp_path / "b.json", new), "--pair", "command"])
     assert result.exit_code == 0 and "| go -> srv" in result.output
+
+
+def test_the_rules_name_as_not_gated_exactly_the_rows_that_are_not_gated(tmp_path):
+    from mcpstart.views.compare import SINGLES, UNGATED, rules
+
+    assert set(UNGATED) == {m for m, family in SINGLES.items() if family is None}
+    data = fresh()
+    for row in data["servers"]:
+        row["footprint"]["dev_tree_bytes"] *= 5
+    comparison = compare(fresh(), data)
+    tree = [r for r in comparison.rows if r.metric == "footprint.dev_tree_bytes"]
+    assert tree and {r.verdict for r in tree} == {"not gated"} and comparison.exit_status == 0
+    said = rules(comparison)[1]
+    assert "the build tree and the sessions' memory slope are shown, not gated" in said
+    assert "the artifact or the dependency count more than 10%," in said
+
+
+def test_a_server_from_a_config_and_the_same_command_after_dashes_pair_by_command(tmp_path):
+    """The commands the two routes record (``row.command``: the Command a Target spawns) are
+    the same, so ``--pair command`` pairs them though their names differ."""
+    from mcpstart.command import Command
+    from mcpstart.targets.plan import make_plan
+
+    argv = ["python3", str(Path(__file__).parent / "fakes" / "fake_server.py"), "--quiet"]
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(json.dumps({"mcpServers": {"fake": {"command": argv[0],
+                                                          "args": argv[1:]}}}))
+
+    def recorded(command=(), configs=()):
+        [target] = make_plan(tuple(command), (), tuple(configs), None, None, None, (), False,
+                             lambda: tmp_path).targets
+        return target.name, Command(list(target.argv), target.cwd, target.env).record()
+
+    (config_name, from_config), (dash_name, from_dashes) = recorded(configs=[config]), \
+        recorded(command=argv)
+    assert config_name == "fake" and dash_name != "fake" and from_config == from_dashes
+    old = results(server(config_name, command=from_config))
+    new = results(server(dash_name, command=from_dashes))
+    assert compare(old, new).exit_status == 2  # by name: nothing in common
+    paired = compare(old, new, pair="command")
+    assert paired.exit_status == 0 and {r.server for r in paired.rows} == {
+        f"fake -> {dash_name}"}

@@ -5,6 +5,8 @@ no answer is unknown, never unsupported, and the matrix goes on past it; ``revis
 is warned about."""
 
 import json
+import re
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -177,3 +179,18 @@ def test_a_probe_that_reached_no_server_says_nothing_of_its_revision():
     assert _revisions([], row) == "none; 2026-07 unknown (reached no server)"
     assert _initialize_modern({"outcome": "error", "error_code": None}, row) == \
         "unknown (reached no server)"
+
+
+def test_an_error_of_several_lines_and_pipes_stays_one_markdown_cell():
+    from mcpstart.views.revisions import matrix_table
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "results" / "revisions.json")
+                     .read_text())
+    probe = doc["servers"][0]["protocol"]["matrix"][0]
+    probe.update(outcome="error", answered=None, error_code=-32602,
+                 error_message="Unsupported | 2099-01-01\nSupported: 2025-06-18")
+    table = matrix_table(doc).split("\n\n")[0].splitlines()
+    assert {len(re.split(r"(?<!\\)\|", line)) for line in table} == {11}  # 9 cells each
+    assert "Unsupported \\| 2099-01-01 Supported: 2025-06-18" in table[2]
+    plain = matrix_table(doc, "plain")
+    assert "Unsupported | 2099-01-01 Supported: 2025-06-18" in plain

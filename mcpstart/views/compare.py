@@ -14,7 +14,7 @@ from ..defaults import ALPHA, CALLS_NOISE_MS, MEMORY_NOISE_PCT, THRESHOLDS_PCT
 from ..results import dig, is_floor
 from ..stats import is_number, slower, smallest_p, summarize
 from . import build_change, start_change
-from .table import fmt_mib
+from .table import fmt_mib, one_line
 
 FAMILIES = tuple(THRESHOLDS_PCT)
 """The metric families a threshold is set for (``--threshold FAMILY=PCT``; defaults.
@@ -50,6 +50,10 @@ threshold ("no test"; memory within MEMORY_NOISE_PCT is noise); None: shown, not
 sessions' memory slope: a fit over one run, with no noise rule yet; the build tree: what a
 build wrote beside what ships, lock files and caches, which the artifact and the dependency
 count already gate)."""
+
+UNGATED = {"footprint.dev_tree_bytes": "the build tree",
+           "http.sessions_leak.bytes_per_session": "the sessions' memory slope"}
+"""The single values SINGLES shows without gating -> their name in the rules (``rules``)."""
 
 TOOL_SERIES = {"warm_ms": "calls", "cold_first_call_ms": "time"}
 """A workload's per-tool series (``workload.tools.NAME.FIGURE``, docs/workloads.md) ->
@@ -231,9 +235,15 @@ def _series_row(name: str, metric: str, old: list[float], new: list[float], alph
 
 
 def _status_row(name: str, old: dict, new: dict) -> Row | None:
+    """The server's status row where it is not "ok" in both files: a regression where an
+    "ok" of OLD failed or was interrupted in NEW; else said, with NEW's reason (a server
+    that failed in both files is no regression, but never passes unsaid)."""
     before, after = old.get("status"), new.get("status")
     if before == after:
-        return None
+        if before in (None, "ok"):
+            return None
+        return Row(name, "status", before, after,
+                   f"{after} in OLD and NEW: {new.get('reason') or after}")
     if before == "ok" and after == "failed":
         return Row(name, "status", before, after, f"regression: {new.get('reason') or 'failed'}",
                    regression=True)
@@ -511,11 +521,12 @@ def rules(comparison: Comparison) -> list[str]:
         "alpha is inconclusive.",
         f"Single values: a regression is idle memory or the large call's peak more than "
         f"{t['memory']:g}% above OLD's (and more than {MEMORY_NOISE_PCT:g}%, the noise of two "
-        f"readings), artifact, dependencies or tree more than {t['footprint']:g}%, tool-list "
-        f"bytes or tokens more than {t['tools']:g}%, load throughput more than {t['load']:g}% "
-        "below; a load figure marked engine-bound is no verdict either way (its rate is the load "
-        "engine's ceiling, not the server's). A server ok in OLD that failed or was "
-        "interrupted in NEW, or missing from NEW, fails the gate.",
+        f"readings), the artifact or the dependency count more than {t['footprint']:g}%, the "
+        f"tool list's or the instructions' bytes or tokens more than {t['tools']:g}%, load "
+        f"throughput more than {t['load']:g}% below; {' and '.join(UNGATED.values())} are "
+        "shown, not gated; a load figure marked engine-bound is no verdict either way (its "
+        "rate is the load engine's ceiling, not the server's). A server ok in OLD that failed "
+        "or was interrupted in NEW, or missing from NEW, fails the gate.",
         f"Smallest attainable p: {reach}." if reach
         else "No timing series has samples in both files: no test ran.",
     ]
@@ -534,11 +545,12 @@ def render(comparison: Comparison, tablefmt: str = "github", old_name: str = "OL
          else f"mcpstart compare: OLD {old_name}, NEW {new_name}"),
         "", " ".join(rules(comparison)), "",
     ]
-    table = [[r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
-              "-" if r.ratio is None else f"{r.ratio:.3f}",
-              "-" if r.u is None else r.u,
-              "-" if r.p is None else f"{r.p:.3g}",
-              f"**{r.verdict}**" if r.regression and markdown else r.verdict]
+    table = [[one_line(text, markdown) for text in (  # a reason may hold lines and pipes
+                 r.server, r.metric, _value(r.metric, r.old), _value(r.metric, r.new),
+                 "-" if r.ratio is None else f"{r.ratio:.3f}",
+                 "-" if r.u is None else r.u,
+                 "-" if r.p is None else f"{r.p:.3g}",
+                 f"**{r.verdict}**" if r.regression and markdown else r.verdict)]
              for r in comparison.rows]
     headers = ["server", "metric", "old", "new", "new/old", "U", "p", "verdict"]
     lines.append(tabulate(table, headers, tablefmt=tablefmt, disable_numparse=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ..results import documents
-from .table import fmt_ms, no_answer, probe_wait
+from .table import MARKDOWN_FORMATS, fmt_ms, no_answer, one_line, probe_wait
 
 HINT = ("A probe that got no answer leaves its revision unknown: --probe-timeout SECONDS "
         "gives each probe longer.")
@@ -69,6 +69,8 @@ def matrix_table(results, tablefmt: str = "github") -> str:
                     line.append(f"probe wait {probe_wait(wait)}")
             if line:
                 summary.append(f"- {server.get('name')}: {'; '.join(line)}")
+    markdown = tablefmt in MARKDOWN_FORMATS  # an error is the server's text: lines, pipes
+    body = [[one_line(text, markdown) for text in row] for row in body]
     text = tabulate(body, headers=["server", "method", "requested", "outcome", "answered",
                                    "error code", "error message", "error data", "ms"],
                     tablefmt=tablefmt, disable_numparse=True)

@@ -702,6 +702,14 @@ def visible_rows(docs: list[dict], metrics=None, compact: bool = False) -> list[
     return [r for r in rows if r.path == "status" or any(present(s, r) for s in every)]
 
 
+def one_line(text, markdown: bool) -> str:
+    """A table cell's text on one line (tabs and line breaks as spaces: tabulate would split
+    a row over several lines, which breaks a Markdown table); in Markdown (``markdown``) its
+    pipes escaped, which would open a column."""
+    text = " ".join(str(text).replace("\t", " ").splitlines())
+    return text.replace("|", "\\|") if markdown else text
+
+
 def cell(server: dict, row: Row) -> str:
     """The rendered cell: "n/a" when the row's block is in ``not_measured``, "-" when its
     value is otherwise absent, "?" when the value has an unexpected shape."""
@@ -1134,9 +1142,8 @@ def table(results_list, tablefmt: str = "github", *, labels=None, metrics=None,
     context = _label_context(docs)
     markdown = tablefmt in MARKDOWN_FORMATS
 
-    def clean(text: str) -> str:
-        text = " ".join(str(text).replace("\t", " ").splitlines())
-        return text.replace("|", "\\|") if markdown else text
+    def clean(text) -> str:
+        return one_line(text, markdown)
 
     body = [[clean(r.label.format(**context)), *[clean(cell(c[3], r)) for c in cols]] for r in rows]
     headers = ["metric", *[clean(c[0]) for c in cols]]
