@@ -339,7 +339,9 @@ def jvm_heap(pid: int) -> dict:
                           jcmd("VM.native_memory", "summary"))
     info = jcmd("GC.heap_info")
     used = re.findall(r"total \d+K, used (\d+)K", info)
-    low, high = (int(a, 16) for a in re.search(HEAP_RANGE, info).groups())
+    if (bounds := re.search(HEAP_RANGE, info)) is None:
+        raise RuntimeError(f"GC.heap_info gave no G1 heap range: {info.strip()[:200]!r}")
+    low, high = (int(a, 16) for a in bounds.groups())
     exe = os.readlink(f"/proc/{pid}/exe")
     return {"heap_used_bytes": sum(int(u) for u in used) * KB,
             "heap_committed_bytes": int(committed[1]) * KB,
@@ -347,9 +349,10 @@ def jvm_heap(pid: int) -> dict:
 
 
 HEAP_RANGE = r"total \d+K, used \d+K \[(0x[0-9a-f]+), (0x[0-9a-f]+)\)"
-"""The Java heap's first line in GC.heap_info: its reserved address range (HotSpot's
-CollectedHeap::print_on; G1: "garbage-first heap   total 397312K, used 17925K [0x..., 0x...)",
-Serial and Parallel print one such line per generation, the first is taken as the start)."""
+"""G1's heap line in GC.heap_info, with its reserved address range (HotSpot's
+G1CollectedHeap::print_on: "garbage-first heap   total 397312K, used 17925K [0x..., 0x...)").
+G1 is the collector the JVM picks on this machine (2 CPUs, 2 GB or more); Serial's and
+Parallel's generation lines carry three addresses and do not match."""
 
 
 def heap_range(smaps: str, low: int, high: int, exe: str) -> dict:
