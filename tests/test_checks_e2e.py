@@ -115,3 +115,23 @@ def test_the_http_phases_against_the_c_client(built, tmp_path):
     assert set(found) == set(clock.PHASES) - {"modern_port"}
     for phase, (theirs, mine) in found.items():
         assert near(mine, theirs, clock.SLACK_MS), phase
+
+
+def test_the_runtime_heap_against_the_inspector():
+    """memory_split_check's runtime heap part on the TypeScript server: mcpstart's profiled
+    starts yield a runtime_heap (the attribution's measure is a generator: a check that does
+    not iterate it reads none), within LOOSE of one by-hand start's inspector reading. At the
+    answer V8's committed heap is bimodal (new space 8 or 16 MiB: 1.40x apart), inside LOOSE."""
+    require_programs("node")
+    check = benchmark("memory_split_check")
+    [recipe] = load_recipes(BENCHMARKS.parent / "build-recipes", ["typescript"])
+    build = ensure_built(recipe, cache_root())
+    if not build.ok:
+        unavailable(f"typescript: {build.reason}")
+    mine = check.by_mcpstart(build.command(), "stdio", "node")
+    with check.tempfile.TemporaryDirectory() as folder:
+        hand = check.by_hand(build.command(), "stdio", "node", folder)
+    assert mine["runs"] == Settings().profiled_starts
+    for key in ("heap_committed_bytes", "heap_used_bytes"):
+        assert near(mine[key], hand[key], 0), key
+    assert hand["anon_rss_bytes"] > hand["heap_used_bytes"] / LOOSE
