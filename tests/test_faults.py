@@ -140,11 +140,11 @@ def test_a_silent_server_is_told_every_wait_the_diagnosis_added_to_the_timeout(f
     """A timeout's cause names each wait after it, so the time a user waited adds up: the
     listen after stdin was closed and the fresh process's framed ping."""
     with pytest.raises(SessionError) as err:
-        handshake(fake("--slow-start", "30", "--ignore-eof"), timeout_s=1)
+        handshake(fake("--slow-start", "30", "--ignore-eof"), timeout_s=0.5)
     diagnosis_s = FAST.waits.diagnosis_s
-    assert (f"no answer to initialize within 1 s (nothing at all on stdout); nothing in the "
+    assert (f"no answer to initialize within 0.5 s (nothing at all on stdout); nothing in the "
             f"{diagnosis_s:g} s after stdin was closed; nor did a fresh process answer a "
-            f"Content-Length framed ping in {min(1, 2 * diagnosis_s):g} s") in str(err.value)
+            f"Content-Length framed ping in {min(0.5, 2 * diagnosis_s):g} s") in str(err.value)
 
 
 # 5. large results in pieces, stderr flood
@@ -167,8 +167,8 @@ def test_slow_start_within_timeout_succeeds(fake):
 
 def test_slow_start_past_timeout_fails_with_stderr(fake):
     with pytest.raises(NoAnswer) as err:  # waiting out the 30 s start would bring the answer
-        handshake(fake("--slow-start", "30"), timeout_s=1)
-    assert "no answer to initialize within 1 s" in str(err.value)
+        handshake(fake("--slow-start", "30"), timeout_s=0.5)
+    assert "no answer to initialize within 0.5 s" in str(err.value)
     assert "downloading... 1/30" in str(err.value)
 
 

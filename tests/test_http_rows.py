@@ -39,13 +39,14 @@ def measured(tmp_path: Path, specs: tuple[str, ...], endpoint: str | None = None
 @pytest.fixture(scope="module")
 def two_rows(tmp_path_factory):
     """One run of two fakes served at /rpc (--endpoint /rpc): ``bare`` lists no
-    reverse_text; ``limited`` refuses bodies over 4 MiB with 413. Load 1 s per scenario."""
+    reverse_text; ``limited`` refuses bodies over 4 MiB with 413. Load 0.5 s per scenario
+    at 8 requests/s (about four requests in each paced one)."""
     if load.engine_version() is None:
         unavailable("Locust is not installed (pip install 'mcpstart[http]')")
     fake = f"{PYTHON_LINE} {FAKE} --port {{port}} --path /rpc"
     outcome, rows = measured(tmp_path_factory.mktemp("rows"), (
         f"bare={fake} --no-reverse-tool", f"limited={fake} --max-body {4 * MIB}"), "/rpc",
-        load_s=1.0, load_users=2, load_timeout_s=2.0, load_rate=4.0)
+        load_s=0.5, load_users=2, load_timeout_s=2.0, load_rate=8.0)
     yield outcome, rows
     assert not no_children()
 
