@@ -1,6 +1,6 @@
 """Command line: option declarations, their validation and the exit status; the work is the
 library's (engine.py, views/). Exit status: 0 all measured or skipped, 1 a server failed
-(compare: a regression), 2 bad input, 128+N stopped by signal N."""
+(compare: a regression; 3 an untested slowdown), 2 bad input, 128+N stopped by signal N."""
 
 from __future__ import annotations
 
@@ -521,7 +521,9 @@ def compare(old, new, thresholds, alpha, pair, old_variant, new_variant, tablefm
     throughput by their change against their family's threshold (docs/compare.md).
     Exit status: 1 a regression (p <= ALPHA and NEW's median THRESHOLD percent above
     OLD's; a single value THRESHOLD percent worse; a server ok in OLD failed in NEW) or a
-    server of OLD missing from NEW; 0 none; 2 bad input, or no server in both files."""
+    server of OLD missing from NEW; 3 none of these, but a median above its threshold with
+    too few runs to test it (an untested slowdown; more --runs decide it); 0 none; 2 bad
+    input, or no server in both files."""
     from .views.compare import compare as compare_results, render, sides, to_json
 
     if not (new or old_variant or new_variant):

@@ -161,20 +161,20 @@ def test_too_few_runs(tmp_path):
     old, new = results(server("c", **three)), results(server("c", **three))
     new["servers"][0]["handshake_ms"] = summarize([2 * v for v in HANDSHAKE[:3]])
     result = run_compare(tmp_path, old, new)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # neither a pass nor a regression
     assert "0.05 with 3 vs 3 runs (too few runs: cannot reach alpha)" in result.output
     (row,) = [r for r in compare(old, new).rows if r.metric == "handshake_ms"]
     assert (row.verdict, row.p, row.ratio) == ("too few runs", 0.05, pytest.approx(2.0))
-    # the gate passes, but its last line and its JSON verdict say what went untested
+    # the gate neither passes nor fails: its last line and its JSON verdict say what went untested
     assert result.output.rstrip().splitlines()[-1] == (
         "No regression found, but 1 median above the threshold could not be tested (too few "
         "runs; 5 runs of each reach alpha 0.01): c handshake_ms new/old 2.000.")
     verdict = json.loads(run_compare(tmp_path, old, new, "--format", "json").output)
-    assert (verdict["verdict"], verdict["exit_status"]) == ("untested slowdown", 0)
+    assert (verdict["verdict"], verdict["exit_status"]) == ("untested slowdown", 3)
     assert verdict["untested"] == [{"server": "c", "metric": "handshake_ms",
                                     "ratio": pytest.approx(2.0)}]
     same = run_compare(tmp_path, old, old)  # untested but not slower: plainly no regression
-    assert same.output.rstrip().splitlines()[-1] == "No regression."
+    assert same.output.rstrip().splitlines()[-1] == "No regression." and same.exit_code == 0
     # the same data passes the test at alpha 0.05
     assert run_compare(tmp_path, old, new, "--alpha", "0.05").exit_code == 1
 

@@ -122,26 +122,28 @@ class Comparison:
     @property
     def untested(self) -> list[Row]:
         """Timing rows whose NEW median is above their threshold but whose runs are too few
-        for the test to reach alpha: a slowdown the gate cannot judge (it does not fail it:
-        ``verdict`` and the text say it)."""
+        for the test to reach alpha: a slowdown the gate cannot judge, neither a regression
+        nor a pass (exit status 3: ``exit_status``)."""
         return [r for r in self.rows if r.verdict == "too few runs" and r.ratio is not None
                 and r.threshold_pct is not None and r.ratio > 1 + r.threshold_pct / 100]
 
     @property
     def exit_status(self) -> int:
         """2: no server in both files (the wrong file, most likely); 1: a regression, or a
-        server of OLD missing from NEW; 0: neither."""
+        server of OLD missing from NEW; 3: neither, but a median above its threshold whose
+        runs are too few for the test (``untested``: a 10x slowdown measured 3 times must not
+        pass a gate that reads the exit status); 0: none of these."""
         if not self.common:
             return 2
-        return 1 if self.regressions or self.only_old else 0
+        if self.regressions or self.only_old:
+            return 1
+        return 3 if self.untested else 0
 
     @property
     def verdict(self) -> str:
         """"no server in common", "regression", "server missing", "untested slowdown" (exit
-        status 0 with ``untested`` rows) or "ok"."""
-        if self.exit_status == 0 and self.untested:
-            return "untested slowdown"
-        return {2: "no server in common", 0: "ok"}.get(
+        status 3) or "ok"."""
+        return {2: "no server in common", 3: "untested slowdown", 0: "ok"}.get(
             self.exit_status, "regression" if self.regressions else "server missing")
 
 
