@@ -147,6 +147,23 @@ def test_a_silent_server_is_told_every_wait_the_diagnosis_added_to_the_timeout(f
             f"Content-Length framed ping in {min(0.5, 2 * diagnosis_s):g} s") in str(err.value)
 
 
+def test_a_silent_stdio_server_that_listens_is_told_it_looks_like_an_http_server():
+    """An HTTP server given as a stdio command (no {port}) writes nothing on stdout and
+    listens: the timeout's cause names where, and what to give instead."""
+    from conftest import PYTHON
+    listens = ("import socket, time\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\n"
+               "s.listen()\nprint('port', s.getsockname()[1], flush=True, file=__import__("
+               "'sys').stderr)\ntime.sleep(30)\n")
+    with pytest.raises(SessionError) as err:
+        handshake(Command([*PYTHON, "-c", listens]), timeout_s=0.5)
+    port = str(err.value).split("port ")[-1].split()[0]
+    assert (f"it listens on 127.0.0.1:{port} and wrote nothing on stdout: an HTTP server? "
+            "Put {port} in its command") in str(err.value)
+    with pytest.raises(SessionError) as quiet:  # silent, listening nowhere: not said
+        handshake(Command([*PYTHON, "-c", "import time; time.sleep(30)"]), timeout_s=0.5)
+    assert "listens" not in str(quiet.value)
+
+
 # 5. large results in pieces, stderr flood
 def test_large_chunked_result_with_stderr_flood(fake):
     row, _, error = session_row(fake("--chunked", "--stderr-bytes", str(1 << 20)), 30,

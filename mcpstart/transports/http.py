@@ -81,8 +81,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from urllib.parse import urljoin, urlsplit
 
-import psutil
-
 from .. import interrupts
 from ..command import Command
 from ..endpoint import ENDPOINT, Endpoint
@@ -698,22 +696,9 @@ class HttpTransport(Transport):
 
     def _listeners(self) -> list[str]:
         """Where the spawned process tree listens, sorted: "127.0.0.1:8000", "[::1]:8000"
-        (TCP sockets in LISTEN) and "unix:PATH" (named Unix sockets); [] for a URL."""
-        processes = self.processes
-        found = set()
-        for proc in processes.scan() if processes is not None else []:
-            try:
-                sockets = proc.net_connections(kind="inet") + proc.net_connections(kind="unix")
-            except psutil.Error:
-                continue
-            for sock in sockets:
-                if sock.family == socket.AF_UNIX:
-                    if sock.laddr and not sock.laddr.startswith(("@", "\0")):
-                        found.add(f"unix:{sock.laddr}")
-                elif sock.status == psutil.CONN_LISTEN and sock.laddr:
-                    host, port = sock.laddr[:2]
-                    found.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-        return sorted(found)
+        (TCP sockets in LISTEN) and "unix:PATH" (named Unix sockets); [] for a URL
+        (tree.ProcessSet.listening)."""
+        return self.processes.listening() if self.processes is not None else []
 
     def _connected(self, conn: _Connection, at_ns: int) -> None:
         conn.connecting = False

@@ -580,6 +580,7 @@ class Session:
         if unfinished:
             cause += (f"; {len(unfinished)} bytes of an unfinished message had arrived, "
                       f"beginning {jsonrpc.clip(unfinished, 80)!r}")
+        listens = self._listens_silently()  # before stdin closes: the server may then exit
         timed_out = self.transport.clock()
         self.transport.end_input()
         try:
@@ -605,7 +606,7 @@ class Session:
                       "capabilities), and may be waiting on that")
         if self.transport.received_bytes == 0:
             cause += f" ({self.transport.silence()})"
-        cause += after_eof
+        cause += after_eof + listens
         if self.transport.received_bytes == 0:
             framing = _probe_lsp_framing(self.transport.fresh(),
                                          min(timeout_s, self.waits.diagnosis_s * 2)
@@ -616,6 +617,20 @@ class Session:
                 cause += (f"; nor did a fresh process answer a Content-Length framed ping in "
                           f"{min(timeout_s, self.waits.diagnosis_s * 2):g} s")
         return self._with_stderr(cause)
+
+    def _listens_silently(self) -> str:
+        """For a stdio server that wrote nothing on stdout: where its tree listens, said as
+        the likely cause (an HTTP server given as a stdio command: its command needs
+        ``{port}``, or ``--url``); "" otherwise. Said, not acted on: a stdio server may also
+        open a port of its own."""
+        processes = self.transport.processes
+        if not self.transport.framed_by_lines or self.transport.received_bytes or \
+                processes is None:
+            return ""
+        places = processes.listening()
+        return (f"; it listens on {', '.join(places)} and wrote nothing on stdout: an HTTP "
+                "server? Put {port} in its command where its port goes (with --transport "
+                "http if needed), or measure it running with --url") if places else ""
 
     # ----- shutdown ----------------------------------------------------------------------
     def shutdown(self, grace_s: float | None = None) -> Ended:

@@ -17,6 +17,7 @@ import ctypes
 import os
 import select
 import signal
+import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -213,6 +214,25 @@ class ProcessSet:
         self._origins[proc.pid] = {"started": key[1], "ppid": _quietly(proc.ppid, None)}
         self.members[proc.pid] = proc
         self._pidfds[proc.pid] = fd
+
+    def listening(self) -> list[str]:
+        """Where the tree listens, sorted: "127.0.0.1:8000", "[::1]:8000" (TCP sockets in
+        LISTEN) and "unix:PATH" (named Unix sockets), read from each live member's sockets
+        after a scan (psutil ``net_connections``)."""
+        found = set()
+        for proc in self.scan():
+            try:
+                sockets = proc.net_connections(kind="inet") + proc.net_connections(kind="unix")
+            except psutil.Error:
+                continue
+            for sock in sockets:
+                if sock.family == socket.AF_UNIX:
+                    if sock.laddr and not sock.laddr.startswith(("@", "\0")):
+                        found.add(f"unix:{sock.laddr}")
+                elif sock.status == psutil.CONN_LISTEN and sock.laddr:
+                    host, port = sock.laddr[:2]
+                    found.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        return sorted(found)
 
     def alive(self) -> list[psutil.Process]:
         """Members still running, in the order found; exits are collected first."""
