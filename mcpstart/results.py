@@ -321,6 +321,54 @@ def validate(data: dict) -> None:
     if error is not None:
         raise ResultsError(f"{key_path(error.absolute_path) or '(top level)'}: {error.message} "
                            "(the results schema: docs/results.md)")
+    for path, block in _stats_blocks(data, ()):
+        _check_summary(path, block)
+
+
+def _stats_blocks(value, path: tuple):
+    """Every statistics block (stats.summarize's shape: ``samples``, ``median`` and
+    ``ci_level`` among its keys) in ``value`` with its key path, depth first."""
+    if isinstance(value, dict):
+        if {"samples", "median", "ci_level"} <= value.keys():
+            yield path, value
+        for key, item in value.items():
+            yield from _stats_blocks(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _stats_blocks(item, (*path, index))
+
+
+def _check_summary(path: tuple, block: dict) -> None:
+    """A statistics block's figures are those of its ``samples``: with every sample kept
+    (``n`` of them) its ``median``, ``min`` and ``max`` are theirs (mcpstart writes them
+    unrounded: stats.summarize); with a part kept (a long series), every kept sample lies
+    within ``min`` and ``max``. So ``report`` (which shows the stored figures) and ``compare``
+    (which tests the samples) read the same series.
+
+    Raises:
+        ResultsError: a figure that is not its samples' (a hand-edited or damaged file),
+            naming its key path and both values.
+    """
+    samples = block["samples"]
+    if not samples:
+        return
+    import statistics
+
+    def close(a, b) -> bool:
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+    low, high = min(samples), max(samples)
+    if block.get("n") == len(samples):
+        checks = [("median", statistics.median(samples), close), ("min", low, close),
+                  ("max", high, close)]
+    else:
+        checks = [("min", low, lambda stored, v: stored <= v or close(stored, v)),
+                  ("max", high, lambda stored, v: stored >= v or close(stored, v))]
+    for key, value, holds in checks:
+        stored = block.get(key)
+        if stored is not None and not holds(stored, value):
+            raise ResultsError(f"{key_path((*path, key))}: {stored!r} does not fit its samples "
+                               f"(their {key}: {value!r}): the file was edited or is damaged")
 
 
 def _toml_ready(value):

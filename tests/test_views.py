@@ -291,7 +291,11 @@ def test_plain_format_has_the_same_cells():
 def second_file(**top) -> dict:
     doc = results(**top)
     doc["servers"] = doc["servers"][:2]
-    doc["servers"][1]["handshake_ms"]["median"] = 2.5
+    block = doc["servers"][1]["handshake_ms"]  # the second file's rust: 0.55 ms faster
+    for key in ("median", "mean", "min", "max", "p95", "ci_low", "ci_high"):
+        if block.get(key) is not None:
+            block[key] -= 0.55
+    block["samples"] = [v - 0.55 for v in block["samples"]]
     return doc
 
 
@@ -301,7 +305,7 @@ def test_two_files_are_labelled():
     assert header[1:] == ["c (floor) (before)", "rust (before)", "typescript (before)",
                           "python (before)", "needs-key (before)", "c (floor) (after)",
                           "rust (after)"]
-    assert rows[COLD][-1] == "2.50 [2.61, 3.90]"
+    assert rows[COLD][-1] == "2.50 [2.06, 3.35]"
     other = second_file(environment=dict(results()["environment"], hostname="bench-2"))
     assert grid(table([results(), other]))[0][-1] == "rust (bench-2)"
     later = second_file(created="2026-12-01T09:00:00+00:00")
@@ -496,7 +500,7 @@ def test_report_prints_the_table_of_several_files(tmp_path):
     assert result.exit_code == 0, result.output
     header, rows = grid(result.output)
     assert header == ["server", COLD, "status"]
-    assert rows["rust (after)"] == ["2.50 [2.61, 3.90]", "ok"]
+    assert rows["rust (after)"] == ["2.50 [2.06, 3.35]", "ok"]
     assert rows["needs-key (before)"] == ["-", "failed"]
 
 
@@ -658,3 +662,21 @@ def test_the_session_memory_row_says_its_figure_is_a_fitted_slope():
     line = next(l for l in table(doc).splitlines() if "kept per session" in l)
     assert "(slope fitted to RSS readings; RSS first -> last)" in line
     assert "36.5 KiB (24.2 -> 29.3 MiB over 100)" in line
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda b: b.update(samples=[-5.0, 1e9, *b["samples"][2:]]),
+     "servers[1].handshake_ms.median: 3.05"),
+    (lambda b: b.update(median=2.5), "servers[1].handshake_ms.median: 2.5 does not fit"),
+    (lambda b: b.update(n=b["n"] + 5, min=b["min"] + 0.1), "servers[1].handshake_ms.min"),
+])
+def test_a_summary_its_samples_do_not_give_is_refused_by_report_and_compare(tmp_path, edit,
+                                                                            said):
+    """A hand-edited or damaged statistics block (report shows the stored figures, compare
+    tests the samples: they would disagree) exits 2 naming the key; a part of a long series
+    kept (n above the samples' count) must still lie within min and max."""
+    doc = results()
+    edit(doc["servers"][1]["handshake_ms"])
+    path = write(tmp_path / "edited.json", doc)
+    for result in (report(path), CliRunner().invoke(main, ["compare", path, path])):
+        assert result.exit_code == 2 and said in result.output, result.output
