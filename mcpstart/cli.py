@@ -133,9 +133,11 @@ force_opt = opt("--force", is_flag=True, help="Replace an existing output file (
                 "never an input or the run's results file).")
 quiet_opt = opt("--quiet", "-q", is_flag=True, help="No progress on stderr (errors show).")
 tablefmt_opt = opt("--format", "tablefmt", default="github", check=_lib(
-    ".views.table:check_format", ("json",)), help="Any tabulate format, or json: one object.")
+    ".views.table:check_format", ("json",)),
+    help="Any tabulate format (md: github), or json: one object.")
 fmt_opt = opt("--format", "fmt", default="github", check=_lib(".views.table:check_format",
-              ("csv", "json")), help="A tabulate format, or csv / json: a record per value.")
+              ("csv", "json")),
+              help="A tabulate format (md: github), or csv / json: a record per value.")
 full_opt = opt("--full", is_flag=True, help="Every row on a terminal too (there the default "
                "is a compact table; stdout to a file always gets every row).")
 timeout_opt = opt("--timeout", "timeout_s", default=defaults.TIMEOUT_S, type=SECONDS,

@@ -680,3 +680,11 @@ def test_a_summary_its_samples_do_not_give_is_refused_by_report_and_compare(tmp_
     path = write(tmp_path / "edited.json", doc)
     for result in (report(path), CliRunner().invoke(main, ["compare", path, path])):
         assert result.exit_code == 2 and said in result.output, result.output
+
+
+def test_md_and_markdown_are_the_github_format(tmp_path):
+    path = write(tmp_path / "r.json", results())
+    github = report(path, "--format", "github")
+    assert github.exit_code == 0
+    for name in ("md", "markdown"):
+        assert report(path, "--format", name).output == github.output

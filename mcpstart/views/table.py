@@ -30,14 +30,20 @@ class UnknownMetric(ValueError):
     """A ``metrics`` key path that names no row; the message lists the known ones."""
 
 
+MARKDOWN = {"md": "github", "markdown": "github"}
+"""Names a user gives Markdown by, as tabulate's GitHub-flavoured format."""
+
+
 def check_format(value: str, long_formats: tuple[str, ...] = ()) -> str:
-    """``value`` when it is a tabulate format or one of ``long_formats``.
+    """``value`` when it is a tabulate format or one of ``long_formats``; "md" and "markdown"
+    as "github" (MARKDOWN).
 
     Raises:
         ValueError: any other value; the message lists the choices.
     """
     from tabulate import tabulate_formats
 
+    value = MARKDOWN.get(value, value)
     if value not in (*tabulate_formats, *long_formats):
         either = f"{', '.join(long_formats)} or one of " if long_formats else "one of "
         raise ValueError(f"{value!r} is not {either}{', '.join(tabulate_formats)}")
