@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from conftest import fast, unavailable
+from mcpstart.defaults import CEILING_OVER
 from mcpstart.engine import job_for, measure
 from mcpstart.measure import load
 from mcpstart.views.plot import figure
@@ -48,9 +49,13 @@ def test_the_reference_servers_over_http(tmp_path):
         assert row["http"]["session_ms"]["n"] == 20
         assert row["protocol"]["era"] == "dual"
         for block in row["http"]["load"]:
-            assert isinstance(block["engine_bound"], bool)
             assert block["ceiling_rps"] == ceiling[block["answer_shape"], block["scenario"]]
             assert block["ceiling_ratio"] == block["rps"] / block["ceiling_rps"]
+            # above CEILING_OVER of its ceiling the ceiling was not the engine's maximum (the
+            # floor's run and this one differ by the engine's noise): unknown, not a verdict
+            over = block["ceiling_ratio"] > CEILING_OVER
+            assert block["engine_bound"] is None if over \
+                else isinstance(block["engine_bound"], bool), (name, block)
             assert block["requests"] > 0 and block["pinned_cpus"]["engine"]
     # the floor is its own ceiling: at the engine's maximum in every unpaced scenario
     assert all(b["engine_bound"] for b in rows["c-http"]["http"]["load"]
