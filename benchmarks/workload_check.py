@@ -16,8 +16,11 @@ of each method, so the rounds are the sessions.
 
 Prints per server and tool the p50 and p95 of all counted calls of each method, their ratio,
 and met/MISSED against the target: mcpstart's figure within 10% + 0.2 ms of the plain
-client's, either way; then each method's per-session medians, sorted (a mode that lasts a
-session shows there: measure/warm_sessions.py). Asserts nothing. ``--pin CPU`` runs this
+client's, either way; under each, the same figure of the plain client's even rounds against
+its odd rounds, held to the same target (the method's own noise: where it misses too, a miss
+above says as much about the machine as about mcpstart); then each method's per-session
+medians, sorted (a mode that lasts a session shows there: measure/warm_sessions.py). Asserts
+nothing. ``--pin CPU`` runs this
 process, and so every server it spawns, on that one CPU.
 
 Usage:
@@ -135,8 +138,16 @@ def check(name: str, transport: str, command, settings: Settings, rounds: int) -
     for tool in sessions["plain"]:
         mine, theirs = (percentiles([ms for s in sessions[method][tool] for ms in s])
                         for method in ("mcpstart", "plain"))
-        for figure, a, b in (("p50", mine[0], theirs[0]), ("p95", mine[1], theirs[1])):
+        halves = [percentiles([ms for s in sessions["plain"][tool][start::2] for ms in s])
+                  for start in (0, 1)] if rounds > 1 else None
+        for k, figure in enumerate(("p50", "p95")):
+            a, b = mine[k], theirs[k]
             print(verdict(f"{name} {tool}", f"warm {figure}", a, b, met(a, b), "ms"))
+            if halves is not None:
+                even, odd = halves[0][k], halves[1][k]
+                print(f"{'':16} {figure} of the plain client's even and odd rounds: {even:.3f} / "
+                      f"{odd:.3f} ms, {'within' if met(even, odd) else 'NOT within'} the "
+                      f"target of each other (its own noise)")
         for method in ("mcpstart", "plain"):
             medians = sorted(statistics.median(s) for s in sessions[method][tool])
             print(f"{name} {tool}: session p50s, {method}: "
