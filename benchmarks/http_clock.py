@@ -2,8 +2,8 @@
 HTTP cold start phases timed by mcpstart (cold.cold_start and cold.modern_start over the
 Streamable HTTP transport, as ``measure --transport http`` runs them) and by an independent
 C client (benchmarks/http_clock.c: posix_spawnp, blocking connect() retried on mcpstart's
-sampling plan, raw sockets, CLOCK_MONOTONIC), interleaved run by run, the same 50 ms pause before each spawn,
-the cold and the stateless start in turn first (each kind of start follows each as often).
+sampling plan, raw sockets, CLOCK_MONOTONIC), the two clients' starts of each kind back to
+back, the same 50 ms pause before each spawn (``one_round`` gives the order).
 The target: mcpstart's median within 1.05x the C client's + 0.2 ms, per phase.
 
 Then the client's share (issue 18, point 7): N stateless 2026-07-28 tools/call on one
@@ -98,12 +98,19 @@ def mcpstart_warm(command, settings: Settings, calls: int) -> list[float]:
 
 def one_round(binary: Path, command, settings: Settings,
               round_: int) -> tuple[list[float], list[float]]:
-    """One run of each client and kind of start (cold, stateless; which goes first turns
-    with ``round_``): (the C client's phases, mcpstart's), in PHASES' order (mcpstart has no
-    modern_port: None)."""
-    order = ("cold", "modern") if round_ % 2 == 0 else ("modern", "cold")
-    theirs = {mode: c_run(binary, mode, command, settings.pause_ms) for mode in order}
-    mine = {mode: mcpstart_run(mode, command, settings) for mode in order}
+    """One run of each client and kind of start: (the C client's phases, mcpstart's), in
+    PHASES' order (mcpstart has no modern_port: None). The two clients' starts of one kind
+    run back to back, which client first turning every round and which kind first every
+    second round, so that no client's start of one kind always follows the same kind of
+    start (with each client's two starts together, mcpstart's stateless start followed a
+    cold start in every other round and the C client's never did)."""
+    kinds = ("cold", "modern") if round_ // 2 % 2 == 0 else ("modern", "cold")
+    theirs, mine = {}, {}
+    for mode in kinds:
+        runs = [(theirs, lambda: c_run(binary, mode, command, settings.pause_ms)),
+                (mine, lambda: mcpstart_run(mode, command, settings))]
+        for into, run in runs if round_ % 2 == 0 else runs[::-1]:
+            into[mode] = run()
     return theirs["cold"] + theirs["modern"], mine["cold"] + mine["modern"]
 
 
@@ -149,7 +156,8 @@ def main() -> None:
                 theirs, mine = one_round(binary, command, settings, round_)
                 c_times[name].append(theirs)
                 ours[name].append(mine)
-        print(f"{args.rounds} rounds per server, interleaved (C client, then mcpstart); pause "
+        print(f"{args.rounds} rounds per server, the clients back to back per kind of start "
+              f"(one_round's order); pause "
               f"{settings.pause_ms:g} ms; load average at the end "
               f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
         print(f"{'server':16} {'phase':18} {'C ms':>9} {'mcpstart ms':>12} {'ratio':>7} "
