@@ -106,11 +106,13 @@ def one_round(binary: Path, command, settings: Settings,
     cold start in every other round and the C client's never did)."""
     kinds = ("cold", "modern") if round_ // 2 % 2 == 0 else ("modern", "cold")
     theirs, mine = {}, {}
+    clients = [(theirs, lambda mode: c_run(binary, mode, command, settings.pause_ms)),
+               (mine, lambda mode: mcpstart_run(mode, command, settings))]
+    if round_ % 2:
+        clients.reverse()
     for mode in kinds:
-        runs = [(theirs, lambda: c_run(binary, mode, command, settings.pause_ms)),
-                (mine, lambda: mcpstart_run(mode, command, settings))]
-        for into, run in runs if round_ % 2 == 0 else runs[::-1]:
-            into[mode] = run()
+        for into, run in clients:
+            into[mode] = run(mode)
     return theirs["cold"] + theirs["modern"], mine["cold"] + mine["modern"]
 
 
@@ -156,8 +158,8 @@ def main() -> None:
                 theirs, mine = one_round(binary, command, settings, round_)
                 c_times[name].append(theirs)
                 ours[name].append(mine)
-        print(f"{args.rounds} rounds per server, the clients back to back per kind of start "
-              f"(one_round's order); pause "
+        print(f"{args.rounds} rounds per server, the two clients back to back per kind of "
+              f"start, the first turning; pause "
               f"{settings.pause_ms:g} ms; load average at the end "
               f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}, {os.cpu_count()} cores")
         print(f"{'server':16} {'phase':18} {'C ms':>9} {'mcpstart ms':>12} {'ratio':>7} "

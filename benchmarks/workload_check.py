@@ -135,11 +135,13 @@ def check(name: str, transport: str, command, settings: Settings, rounds: int) -
                     continue
                 for tool, times in got.items():
                     sessions[method].setdefault(tool, []).append(times)
+    def pooled(rounds_: list[list[float]]) -> tuple[float, float]:
+        return percentiles([ms for times in rounds_ for ms in times])
+
     for tool in sessions["plain"]:
-        mine, theirs = (percentiles([ms for s in sessions[method][tool] for ms in s])
-                        for method in ("mcpstart", "plain"))
-        halves = [percentiles([ms for s in sessions["plain"][tool][start::2] for ms in s])
-                  for start in (0, 1)] if rounds > 1 else None
+        mine, theirs = (pooled(sessions[method][tool]) for method in ("mcpstart", "plain"))
+        plain = sessions["plain"][tool]
+        halves = (pooled(plain[0::2]), pooled(plain[1::2])) if rounds > 1 else None
         for k, figure in enumerate(("p50", "p95")):
             a, b = mine[k], theirs[k]
             print(verdict(f"{name} {tool}", f"warm {figure}", a, b, met(a, b), "ms"))

@@ -54,8 +54,10 @@ def test_the_reference_servers_over_http(tmp_path):
             # above CEILING_OVER of its ceiling the ceiling was not the engine's maximum (the
             # floor's run and this one differ by the engine's noise): unknown, not a verdict
             over = block["ceiling_ratio"] > CEILING_OVER
-            assert block["engine_bound"] is None if over \
-                else isinstance(block["engine_bound"], bool), (name, block)
+            if over:
+                assert block["engine_bound"] is None, (name, block)
+            else:
+                assert isinstance(block["engine_bound"], bool), (name, block)
             assert block["requests"] > 0 and block["pinned_cpus"]["engine"]
     # the floor is its own ceiling: at the engine's maximum in every unpaced scenario
     assert all(b["engine_bound"] for b in rows["c-http"]["http"]["load"]
