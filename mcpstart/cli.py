@@ -361,7 +361,7 @@ def build(names, rebuild, sdk, pre, recipes_dir, cache_dir, require_all, quiet) 
     opt("--round-trips", default=defaults.ROUND_TRIPS, type=click.IntRange(0, 1_000_000)),
     opt("--attribution/--no-attribution", default=True,
         help="Where each start goes: CPU and waits; Python imports, Go package inits, JVM "
-             "classes, Node.js module evaluation."),
+             "classes, Node.js module evaluation, a native program's dynamic loading."),
     opt("--profiled-starts", type=click.IntRange(1, 1000), metavar="N",
         help="Start-up profiles per server, after the counted starts [default: "
              f"{defaults.PROFILED_STARTS}; {defaults.PROFILED_STARTS_COMPARE} with --sdk, "
@@ -549,8 +549,10 @@ def compare(old, new, thresholds, alpha, pair, old_variant, new_variant, tablefm
 @apply(opt("--server", "name", metavar="NAME", help="The server (default: the first measured)."))
 def why(results_file, name) -> None:
     """Print where one server's cold start went (docs/startup.md): CPU against waiting, page
-    faults, context switches, bytes read, each process of a launcher chain, and a Python
-    server's imports per distribution with the transport finding. Exit status 2 for a file
+    faults, context switches, bytes read, each process of a launcher chain, a Python
+    server's imports per distribution with the transport finding, Go, Node.js and JVM start-up
+    profiles, a native program's dynamic loading, and the idle memory by class of mapping.
+    Exit status 2 for a file
     that cannot be read or a server without the breakdown."""
     from .views.why import why as breakdown
 

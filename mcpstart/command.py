@@ -4,6 +4,7 @@ spawn."""
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 
 
@@ -26,6 +27,14 @@ class Command:
     def record(self) -> dict:
         """The results-file form: ``{argv, cwd, env_keys}``; env values are never stored."""
         return {"argv": list(self.argv), "cwd": self.cwd, "env_keys": sorted(self.env)}
+
+    def program(self) -> str | None:
+        """The file ``argv[0]`` runs: looked up in the server's PATH when it has no slash,
+        else taken from ``cwd``; None when the lookup finds nothing."""
+        argv0 = self.argv[0]
+        if "/" not in argv0:
+            return shutil.which(argv0, path=self.environment().get("PATH"))
+        return os.path.join(self.cwd or os.getcwd(), argv0)
 
 
 def env_pairs(values) -> dict[str, str]:

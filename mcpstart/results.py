@@ -94,6 +94,9 @@ class ServerResult:
     classes: dict | None = None
     """A JVM server's classes loaded before its answer, per source (measure/jvm_classes.py;
     docs/results.md#classes)."""
+    loader: dict | None = None
+    """A native server's dynamic loading at start: the objects mapped and the relocations
+    processed (measure/native_loader.py; docs/results.md#loader)."""
     runtime_heap: dict | None = None
     """The runtime's own heap figures once the server answered, in the start-up
     attribution's extra starts (measure/runtime_heap.py; docs/results.md#runtime_heap)."""

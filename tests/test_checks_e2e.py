@@ -4,7 +4,8 @@ the independent figure, either way, plus the target's absolute slack; memory wit
 tolerance): the handshake
 (overhead.py, the C harness), the warm round trip (warm_check.py, a plain client), idle memory
 (memory_check.py, a /proc reader; on go), tool count, bytes and tokens (tools_check.py, a raw probe
-and tiktoken; equal) and the HTTP phases (http_clock.py, the C client). Builds come from
+and tiktoken; equal), the HTTP phases (http_clock.py, the C client) and the loader's counts
+(loader_check.py, the ELF files' relocation tables; equal). Builds come from
 mcpstart's cache, as the scripts take them."""
 
 import os
@@ -13,7 +14,10 @@ from dataclasses import replace
 
 import pytest
 
+from mcpstart.measure import native_loader
+from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
+from mcpstart.results import ServerResult
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 from mcpstart.transports.http import HttpTransport
@@ -135,3 +139,23 @@ def test_the_runtime_heap_against_the_inspector():
     for key in ("heap_committed_bytes", "heap_used_bytes"):
         assert near(mine[key], hand[key], 0), key
     assert hand["anon_rss_bytes"] > hand["heap_used_bytes"] / LOOSE
+
+
+def test_the_loader_counts_against_the_elf_tables(built):
+    """loader_check on the floor server: mcpstart's loader block (glibc's statistics, one
+    profiled start) against the relocation tables of the program and of each library ldd
+    lists, read with pyelftools: relative relocations equal, symbol resolutions above the
+    tables' entries by the loader's own lookups only (at most OWN_LOOKUPS), the same objects."""
+    require_programs("ldd")
+    check = benchmark("loader_check")
+    server = Server(ServerResult("c"), built["c"])
+    assert native_loader.applies(server, None)
+    list(native_loader.measure(server, replace(Settings(), profiled_starts=1)))
+    block = server.row.loader
+    files = [built["c"].program(), *check.libraries(built["c"].program())]
+    tables = [check.counts(p) for p in files if not os.path.basename(p).startswith("ld-linux")]
+    relative, symbol = (sum(found[i] for found in tables) for i in (0, 1))
+    assert block["relative_relocations"] == relative
+    resolved = block["relocations"] + block["relocations_from_cache"]
+    assert 0 <= resolved - symbol <= check.OWN_LOOKUPS
+    assert sorted(block["objects"]) == sorted(os.path.basename(p) for p in files)

@@ -309,3 +309,10 @@ def test_start_attribution_names_each_runtime_units(measured):
     for name in ("c", "rust"):
         assert by_name[name]["imports"] is None and by_name[name]["classes"] is None
         assert {"imports", "classes", "runtime_heap"} <= set(by_name[name]["not_measured"])
+        loader = by_name[name]["loader"]  # loader_check.py holds the counts to the ELF tables
+        assert loader["runs"] == data["settings"]["profiled_starts"]
+        assert "libc.so.6" in loader["objects"]
+        assert loader["relocations"] > 0 and loader["relative_relocations"] > 0
+    assert by_name["go"]["not_measured"]["loader"].startswith("a static executable")
+    for name in ("java", "python", "typescript"):
+        assert by_name[name]["loader"] is None and "loader" in by_name[name]["not_measured"]

@@ -1,14 +1,16 @@
 """Which runtime's start-up profile a server gets: the first of RUNTIMES that applies to it
 (a Python interpreter in its tree, a Go executable as its program, a JVM in its tree, node in
-its tree; each module's ``applies``), run after the counted cold starts. Every profile block the server does
+its tree; each module's ``applies``), and for a native program its dynamic loader's
+(native_loader.py), run after the counted cold starts. Every profile block the server does
 not get says why (``not_measured``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from . import go_init, imports, jvm_classes, node_packages, runtime_heap
+from . import go_init, imports, jvm_classes, native_loader, node_packages, runtime_heap
 from .server import Server
+from .settings import Settings
 
 RUNTIMES = (imports, go_init, jvm_classes, node_packages)
 WHY_NOT = {
@@ -30,6 +32,16 @@ def chosen(server: Server):
     if runtime not in (node_packages, jvm_classes, go_init):
         server.row.skip_block(runtime_heap.BLOCK, runtime_heap.WHY_NOT)
     return runtime
+
+
+def profiles(server: Server, settings: Settings) -> list[Iterator[None]]:
+    """The start-up profiles of ``server`` (each a module's ``measure``, not yet started): its
+    runtime's (``chosen``) and the dynamic loader's (native_loader.py) where they apply."""
+    runtime = chosen(server)
+    found = [] if runtime is None else [runtime.measure(server, settings)]
+    if native_loader.applies(server, runtime):
+        found.append(native_loader.measure(server, settings))
+    return found
 
 
 def interleaved(profiles: list[tuple[Server, Iterator[None]]],

@@ -16,9 +16,7 @@ runtime would trace too.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import statistics
 from collections.abc import Iterator
 
@@ -56,11 +54,7 @@ STDLIB = imports.STDLIB
 def go_program(command: Command) -> tuple[str, dict] | None:
     """``(path, build_info)`` of ``command``'s program when it is a Go executable, else
     None."""
-    argv0 = command.argv[0]
-    if "/" not in argv0:
-        path = shutil.which(argv0, path=command.environment().get("PATH"))
-    else:
-        path = os.path.join(command.cwd or os.getcwd(), argv0)
+    path = command.program()
     info = build_info(path) if path else None
     return None if info is None else (path, info)
 

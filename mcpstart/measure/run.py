@@ -149,12 +149,11 @@ def _loop(live: list[Server], steps: Steps, ceiling: Server | None, settings: Se
     profiles = []
     for server in [s for s in spawned if not s.never_started]:
         if not settings.attribution:
-            for block in ("imports", "classes", "runtime_heap", "start_usage"):
+            for block in ("imports", "classes", "runtime_heap", "start_usage", "loader"):
                 server.row.skip_block(block, "--no-attribution")
             continue
-        runtime = attribution.chosen(server)
-        if runtime is not None:  # after the counted starts: profiling slows what it profiles
-            profiles.append((server, runtime.measure(server, settings)))
+        # after the counted starts: profiling slows what it profiles
+        profiles += [(server, p) for p in attribution.profiles(server, settings)]
     attribution.interleaved(profiles, lambda server: progress(
         Step(f"{server.row.name}: start-up profile", "cold start", server.row.name)))
     on_update(results)

@@ -1,5 +1,5 @@
 """``mcpstart why``: the whole breakdown of one server's start from a results file (its
-``start_usage``, ``imports`` and ``classes`` blocks, docs/startup.md) and of its idle memory by class of
+``start_usage``, ``imports``, ``classes`` and ``loader`` blocks, docs/startup.md) and of its idle memory by class of
 mapping (``memory.idle_split``, docs/process-tree.md), as text, and the short forms the
 table's rows show."""
 
@@ -10,7 +10,7 @@ from .table import cpu_split, fmt_mib, fmt_ms, other_transport, start_shares, us
 
 def why(doc: dict, name: str | None = None) -> str:
     """The breakdown of the server ``name`` of ``doc`` (the first with a ``start_usage``,
-    ``imports`` or ``classes`` block or an idle memory split when None): what it has, each
+    ``imports``, ``classes`` or ``loader`` block or an idle memory split when None): what it has, each
     block it lacks with the reason the row gives.
 
     Raises:
@@ -18,7 +18,7 @@ def why(doc: dict, name: str | None = None) -> str:
     """
     rows = [s for s in servers(doc) if name is None or name_of(s) == name]
     row = next((s for s in rows if s.get("start_usage") or s.get("imports")
-                or s.get("classes") or dig(s, "memory.idle_split")), None)
+                or s.get("classes") or s.get("loader") or dig(s, "memory.idle_split")), None)
     if row is None:
         names = ", ".join(name_of(s) for s in servers(doc))
         if not rows:
@@ -83,6 +83,14 @@ def why(doc: dict, name: str | None = None) -> str:
                      f"last at {fmt_ms(classes['last_class_ms'])} ms")
         lines.append("  per source (classes):")
         lines += [f"    {s['name']}: {s['classes']:,.0f}" for s in classes["sources"]]
+    if loader := row.get("loader"):
+        lines.append(f"  dynamic loader (glibc's statistics, {loader['runs']} extra starts): "
+                     f"{len(loader['objects'])} objects mapped ({', '.join(loader['objects'])}); "
+                     f"{loader['relocations']:,} symbol relocations ("
+                     f"{loader['relocations_from_cache']:,} through the lookup cache), "
+                     f"{loader['relative_relocations']:,} relative")
+    elif reason := (row.get("not_measured") or {}).get("loader"):
+        lines.append(f"  dynamic loader: not measured: {reason}")
     if split := dig(row, "memory.idle_split"):
         lines.append("  idle memory by class of mapping (MiB: RSS, PSS):")
         lines += [f"    {name}: {fmt_mib(value['rss_bytes'])}, {fmt_mib(value['pss_bytes'])}"
