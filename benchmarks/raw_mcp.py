@@ -1,6 +1,6 @@
 """A plain MCP client for the independent checks, sharing no code with mcpstart's client:
-JSON-RPC over a server's pipes (subprocess, the stdout BufferedReader's readline) or over
-Streamable HTTP (a plain socket, one kept-alive connection to /mcp). Each request returns an
+JSON-RPC over a server's pipes (subprocess, the stdout BufferedReader's readline; or the pipes
+of a server another client spawned, with os.read) or over Streamable HTTP (a plain socket, one kept-alive connection to /mcp). Each request returns an
 Answer: the message, its size in bytes (the line without its line end; over HTTP the JSON body,
 or the data of the SSE event that holds it) and its round trip in ms (time.perf_counter_ns
 from just before the write to just after the read that completed it: the line, the body, or
@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from mcpstart.targets.recipes import PORT
@@ -86,6 +87,60 @@ class Stdio:
             self.proc.kill()
             self.proc.wait()
         self.proc.stdout.close()
+
+
+class Borrowed:
+    """The plain client on the pipes of a server another client spawned and initialized (its
+    stdin and stdout file descriptors), for turns of its own between the other's: no
+    initialize. During a turn (``with client.turn():``) the descriptors block, as a
+    subprocess's pipes do, and are set back after; the turn must end with every answer read,
+    since the other client reads the same pipe next."""
+
+    def __init__(self, stdin_fd: int, stdout_fd: int):
+        self.stdin_fd, self.stdout_fd = stdin_fd, stdout_fd
+        self._next_id = 1_000_000  # apart from the other client's ids
+        self._rest = b""
+
+    @contextmanager
+    def turn(self):
+        """Blocking descriptors for the block, restored after.
+
+        Raises:
+            RuntimeError: bytes after the last answer read (the other client's to read).
+        """
+        was = [os.get_blocking(fd) for fd in (self.stdin_fd, self.stdout_fd)]
+        for fd in (self.stdin_fd, self.stdout_fd):
+            os.set_blocking(fd, True)
+        try:
+            yield self
+        finally:
+            for fd, blocking in zip((self.stdin_fd, self.stdout_fd), was):
+                os.set_blocking(fd, blocking)
+        if self._rest:
+            raise RuntimeError(f"the server wrote past the plain client's answers: {self._rest!r}")
+
+    def request(self, method: str, params: dict) -> Answer:
+        """Write one request and read until its answer's line (others are skipped).
+
+        Raises:
+            RuntimeError: stdout closed first.
+        """
+        id_, self._next_id = self._next_id, self._next_id + 1
+        data = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method,
+                           "params": params}).encode() + b"\n"
+        start = time.perf_counter_ns()
+        os.write(self.stdin_fd, data)
+        while True:
+            while b"\n" not in self._rest:
+                chunk = os.read(self.stdout_fd, 1 << 16)
+                if not chunk:
+                    raise RuntimeError(f"the server closed stdout before answering {method}")
+                self._rest += chunk
+            end = time.perf_counter_ns()
+            line, _, self._rest = self._rest.partition(b"\n")
+            message = json.loads(line)
+            if message.get("id") == id_:
+                return Answer(message, len(line.rstrip(b"\r")), (end - start) / 1e6)
 
 
 class Wire:

@@ -4,23 +4,26 @@ the independent figure, either way, plus the target's absolute slack; memory wit
 tolerance): the handshake
 (overhead.py, the C harness), the warm round trip (warm_check.py, a plain client), idle memory
 (memory_check.py, a /proc reader; on go), tool count, bytes and tokens (tools_check.py, a raw probe
-and tiktoken; equal), the HTTP phases (http_clock.py, the C client) and the loader's counts
-(loader_check.py, the ELF files' relocation tables; equal). Builds come from
+and tiktoken; equal), the HTTP phases (http_clock.py, the C client), the loader's counts (loader_check.py, the
+ELF files' relocation tables; equal) and the per-tool warm calls (workload_check.py, a plain
+client on the same pipes). Builds come from
 mcpstart's cache, as the scripts take them."""
 
 import os
+import statistics
 from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
 
-from mcpstart.measure import native_loader
+from mcpstart.measure import mock_api, native_loader
 from mcpstart.measure.server import Server
 from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
 from mcpstart.targets.build import cache_root, ensure_built
 from mcpstart.targets.recipes import load_recipes
 from mcpstart.transports.http import HttpTransport
+from mcpstart.workload import load
 
 from conftest import BENCHMARKS, benchmark, require_programs, unavailable
 
@@ -161,3 +164,25 @@ def test_the_loader_counts_against_the_elf_tables(built):
     resolved = block["relocations"] + block["relocations_from_cache"]
     assert 0 <= resolved - symbol <= check.OWN_LOOKUPS
     assert sorted(block["objects"]) == sorted(os.path.basename(p) for p in files)
+
+
+def test_the_per_tool_check_shares_one_session_over_stdio():
+    """workload_check's stdio round on the C workload server: mcpstart's series function and
+    the plain client on the same pipes, in turns, each method every tool's counted calls,
+    the sleeping tool at least its delay on both, and each tool's medians within LOOSE (plus
+    the check's 0.2 ms) of each other."""
+    check = benchmark("workload_check")
+    [recipe] = load_recipes(check.WORKLOAD_RECIPES, ["c"])
+    build = ensure_built(recipe, cache_root())
+    if not build.ok:
+        unavailable(f"workload c: {build.reason}")
+    settings = replace(Settings(), workload=load("benchmark"), round_trips=20, warm_sessions=1)
+    with mock_api.for_workload(settings) as settings:
+        got = check.shared_session_round(build.command(), settings)
+    delay = next(c for c in settings.workload.calls if c.name == "simulate_database_query")
+    for tool in got["plain"]:
+        mine, theirs = got["mcpstart"][tool], got["plain"][tool]
+        assert len(mine) == len(theirs) == 20, tool
+        assert near(statistics.median(mine), statistics.median(theirs), check.SLACK_MS), tool
+    for method in got:
+        assert min(got[method]["simulate_database_query"]) >= delay.arguments["delay_ms"]
