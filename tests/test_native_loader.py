@@ -154,8 +154,8 @@ def test_the_profiles_of_a_native_server_and_the_why_view(tmp_path, monkeypatch)
                       "relative_relocations": 4652}}
     text = why({"servers": [row]})
     assert ("  dynamic loader (glibc's statistics, 3 extra starts): 3 objects mapped (s, "
-            "libc.so.6, ld-linux-x86-64.so.2); 181 symbol relocations (7 through the lookup "
-            "cache), 4,652 relative\n") in text
+            "libc.so.6, ld-linux-x86-64.so.2); 181 symbol lookups and 7 answered by the "
+            "lookup cache, 4,652 relative relocations\n") in text
     row.pop("loader")
     row["memory"] = {"idle_split": {"heap": {"size_bytes": 8192, "rss_bytes": 4096,
                                              "pss_bytes": 4096}}}

@@ -17,7 +17,6 @@ outside clock tried (docs/checks.md, "The dynamic loader").
 from __future__ import annotations
 
 import os
-import re
 import statistics
 import tempfile
 from collections.abc import Iterator
@@ -39,9 +38,10 @@ COUNTS = {"relocations": "number of relocations",
           "relocations_from_cache": "number of relocations from cache",
           "relative_relocations": "number of relative relocations"}
 """Each count of the block and the label of glibc's line that gives it (elf/rtld.c,
-print_statistics): symbol relocations processed at start (those resolved through the
-one-entry lookup cache included, and counted again in ``relocations_from_cache``), and
-relative relocations (load-address fix-ups, no symbol; ``DT_RELR`` entries not counted)."""
+print_statistics): the loader's symbol lookups before the program ran (one per symbol
+relocation its one-entry lookup cache did not answer, and a few of its own: 13-16 in every
+program tried, docs/checks.md), the symbol relocations that cache answered, and relative
+relocations (load-address fix-ups, no symbol; ``DT_RELR`` entries not counted)."""
 START = "total startup time in dynamic loader"
 """The first line of the statistics glibc writes when its loader finishes; the lines after it
 belong to that start (another block follows at exit, with "final" counts)."""

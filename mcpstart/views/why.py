@@ -86,9 +86,9 @@ def why(doc: dict, name: str | None = None) -> str:
     if loader := row.get("loader"):
         lines.append(f"  dynamic loader (glibc's statistics, {loader['runs']} extra starts): "
                      f"{len(loader['objects'])} objects mapped ({', '.join(loader['objects'])}); "
-                     f"{loader['relocations']:,} symbol relocations ("
-                     f"{loader['relocations_from_cache']:,} through the lookup cache), "
-                     f"{loader['relative_relocations']:,} relative")
+                     f"{loader['relocations']:,} symbol lookups and "
+                     f"{loader['relocations_from_cache']:,} answered by the lookup cache, "
+                     f"{loader['relative_relocations']:,} relative relocations")
     elif reason := (row.get("not_measured") or {}).get("loader"):
         lines.append(f"  dynamic loader: not measured: {reason}")
     if split := dig(row, "memory.idle_split"):
