@@ -39,21 +39,11 @@ def _initialize_params() -> dict:
             "clientInfo": {"name": "raw-check", "version": "1"}}
 
 
-class Stdio:
-    """A server spawned on pipes, initialized (``initialize``, ``notifications/initialized``);
-    a context manager that closes stdin and reaps it (SIGKILL after 5 s)."""
+class Lines:
+    """JSON-RPC requests over newline-delimited pipes; a subclass writes (``_send``) and reads
+    one line (``_line``: with its newline, as readline gives it; b"" at EOF)."""
 
-    def __init__(self, command):
-        self.proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.environment(),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
-        self._next_id = 1
-        self.initialized = self.request("initialize", _initialize_params())
-        self._write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def _write(self, message: dict) -> None:
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
+    _next_id = 1
 
     def request(self, method: str, params: dict) -> Answer:
         """Write one request and read lines until its answer (others are skipped).
@@ -65,16 +55,35 @@ class Stdio:
         data = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method,
                            "params": params}).encode() + b"\n"
         start = time.perf_counter_ns()
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
+        self._send(data)
         while True:
-            line = self.proc.stdout.readline()
+            line = self._line()
             end = time.perf_counter_ns()
             if not line:
                 raise RuntimeError(f"the server closed stdout before answering {method}")
             message = json.loads(line)
             if message.get("id") == id_:
                 return Answer(message, len(line.rstrip(b"\r\n")), (end - start) / 1e6)
+
+
+class Stdio(Lines):
+    """A server spawned on pipes, initialized (``initialize``, ``notifications/initialized``);
+    a context manager that closes stdin and reaps it (SIGKILL after 5 s)."""
+
+    def __init__(self, command):
+        self.proc = subprocess.Popen(command.argv, cwd=command.cwd, env=command.environment(),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.initialized = self.request("initialize", _initialize_params())
+        self._send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+                   + b"\n")
+
+    def _send(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def _line(self) -> bytes:
+        return self.proc.stdout.readline()
 
     def __enter__(self) -> "Stdio":
         return self
@@ -89,7 +98,7 @@ class Stdio:
         self.proc.stdout.close()
 
 
-class Borrowed:
+class Borrowed(Lines):
     """The plain client on the pipes of a server another client spawned and initialized (its
     stdin and stdout file descriptors), for turns of its own between the other's: no
     initialize. During a turn (``with client.turn():``) the descriptors block, as a
@@ -119,28 +128,17 @@ class Borrowed:
         if self._rest:
             raise RuntimeError(f"the server wrote past the plain client's answers: {self._rest!r}")
 
-    def request(self, method: str, params: dict) -> Answer:
-        """Write one request and read until its answer's line (others are skipped).
-
-        Raises:
-            RuntimeError: stdout closed first.
-        """
-        id_, self._next_id = self._next_id, self._next_id + 1
-        data = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method,
-                           "params": params}).encode() + b"\n"
-        start = time.perf_counter_ns()
+    def _send(self, data: bytes) -> None:
         os.write(self.stdin_fd, data)
-        while True:
-            while b"\n" not in self._rest:
-                chunk = os.read(self.stdout_fd, 1 << 16)
-                if not chunk:
-                    raise RuntimeError(f"the server closed stdout before answering {method}")
-                self._rest += chunk
-            end = time.perf_counter_ns()
-            line, _, self._rest = self._rest.partition(b"\n")
-            message = json.loads(line)
-            if message.get("id") == id_:
-                return Answer(message, len(line.rstrip(b"\r")), (end - start) / 1e6)
+
+    def _line(self) -> bytes:
+        while b"\n" not in self._rest:
+            chunk = os.read(self.stdout_fd, 1 << 16)
+            if not chunk:
+                return b""
+            self._rest += chunk
+        line, newline, self._rest = self._rest.partition(b"\n")
+        return line + newline
 
 
 class Wire:
