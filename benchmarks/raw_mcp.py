@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -183,6 +184,18 @@ class Wire:
         if headers.get("connection", "").lower() == "close":
             self.close()
 
+    def drop_if_closed(self) -> None:
+        """Forget the connection when the server closed it while it was idle (a server ends
+        an idle kept-alive connection after its keep-alive timeout: uvicorn's, 5 s, can pass
+        during another client's turn); the next request connects again."""
+        if self.sock is not None and select.select([self.sock], [], [], 0)[0]:
+            try:
+                closed = not self.sock.recv(1, socket.MSG_PEEK)
+            except OSError:
+                closed = True
+            if closed:
+                self.close()
+
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
@@ -250,6 +263,13 @@ class Http:
         self._exchange("POST", json.dumps(
             {"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
         return answer
+
+    @contextmanager
+    def turn(self):
+        """A turn of this client's between another's on the same server: first a connection
+        the server closed while idle is dropped (Wire.drop_if_closed)."""
+        self.wire.drop_if_closed()
+        yield self
 
     def end_session(self) -> None:
         """DELETE the session."""

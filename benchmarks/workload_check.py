@@ -2,22 +2,24 @@
 mcpstart and by a plain client (benchmarks/raw_mcp.py: os.read on the server's pipes, or a
 plain socket on a kept-alive connection; no mcpstart code on the timed path), the same calls in
 the same shape, timed from the call's request to its answer. Both methods face the same mock
-API (the run's own, in this process) and the same server state:
+API (the run's own, in this process) and the same server state.
 
-- over stdio, each round is one fresh server shared by both methods on the same pipes:
-  mcpstart's session, its series function (measure/warm.py ``round_trips``, which its per-tool
-  step runs after warming each tool up by measure/warmup.py's rule), and the plain client,
-  taking turns in blocks of BLOCK calls. A server's state that lasts a session (a JIT's
-  choices, which CPUs client and server share: measure/warm_sessions.py) then holds for both
-  methods alike; with a fresh server per method, it was one method's draw;
-- over HTTP, mcpstart's whole per-tool step (measure/per_tool.py ``warm``) and the plain
-  client take turns round by round (each goes first in every other round) on one server
-  process, started once per server, whose first WARMUP_ROUNDS rounds are an uncounted common
-  warm-up (a JIT runtime compiles during whichever method runs first: counted, it would be
-  that method's alone); with the shape "per-call" each call is a full session of its own.
+Each round, on one server, the two methods take turns (``alternate``) in blocks of BLOCK calls
+of a tool, which method first alternating block by block, after each tool is warmed up by
+mcpstart's rule (measure/warmup.py) for each method; a server's state that lasts a session
+or a process (a JIT's choices, which CPUs client and server share: measure/warm_sessions.py)
+then holds for both methods alike, where with a server or a round per method it was one
+method's draw:
 
-Each round is one session of each method (over HTTP mcpstart's step runs with one warm
-session, ``warm_sessions`` 1), so the rounds are the sessions.
+- over stdio, each round is one fresh server shared on the same pipes: mcpstart's session
+  and its series function (measure/warm.py ``round_trips``, what its per-tool step times)
+  and the plain client (raw_mcp.Borrowed);
+- over HTTP, one server process per server, started once, whose first WARMUP_ROUNDS rounds
+  are uncounted (a JIT compiles during the first calls); each round mcpstart's transport on
+  the server's URL and the plain client's connection of its own (raw_mcp.Http). With the
+  shape "per-call" each call is a full session of its own, on mcpstart's side
+  measure/session_cost.py ``one_session`` (what the per-tool step's per-call series times),
+  on the plain client's its own initialize, notification, call and DELETE.
 
 Prints per server and tool the p50 and p95 of all counted calls of each method, their ratio,
 and met/MISSED against the target: mcpstart's figure within 10% + 0.2 ms of the plain
@@ -25,8 +27,7 @@ client's, either way; under each, the same figure of the plain client's even rou
 its odd rounds, held to the same target (the method's own noise: where it misses too, a miss
 above says as much about the machine as about mcpstart); then each method's per-session
 medians, sorted (a mode that lasts a session shows there: measure/warm_sessions.py). Asserts
-nothing. ``--pin CPU`` runs this
-process, and so every server it spawns, on that one CPU.
+nothing. ``--pin CPU`` runs this process, and so every server it spawns, on that one CPU.
 
 Usage:
   python benchmarks/workload_check.py [--rounds 8] [--calls 100] [--workload NAME] [--pin CPU]
@@ -42,18 +43,20 @@ import argparse
 import os
 import statistics
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import raw_mcp
 from checks import header, load_average, reference_builds, verdict
 from mcpstart.command import Command
 from mcpstart.endpoint import ENDPOINT
-from mcpstart.measure import mock_api, per_tool, spawn, warmup
+from mcpstart.measure import mock_api, spawn, warmup
 from mcpstart.measure.client import initialize_result
 from mcpstart.measure.server import Server
+from mcpstart.measure.session_cost import one_session
 from mcpstart.measure.settings import Settings
 from mcpstart.results import ServerResult
 from mcpstart.targets.recipes import PORT
@@ -63,80 +66,101 @@ from mcpstart.workload import load
 
 RATIO, SLACK_MS = 0.10, 0.2
 BLOCK = 10
-"""Over stdio, the calls of one method's turn on the shared session."""
+"""The calls of one method's turn."""
 WARMUP_ROUNDS = 2
-"""Over HTTP, the uncounted rounds that open the shared process's check (each method first
-in one): the common warm-up."""
+"""Over HTTP, the uncounted rounds that open the shared process's check: the common
+warm-up."""
 WORKLOAD_RECIPES = Path(__file__).parent.parent / "workload-recipes"
 
 
-def mcpstart_round(name: str, settings: Settings, port: int) -> dict[str, list]:
-    """One round's per-tool warm samples from mcpstart's per-tool step on the HTTP server
-    listening at ``port``: tool -> [ms]."""
-    server = Server(ServerResult(name, "http"), None, transport="http",
-                    url=f"http://127.0.0.1:{port}{ENDPOINT}")
-    per_tool.warm(server, settings, lambda _text: None)
-    if server.row.status != "ok":
-        raise RuntimeError(f"{name}: mcpstart: {server.row.reason}")
-    return {tool: block["warm_ms"]["samples"] for tool, block in
-            server.row.workload["tools"].items()}
+def alternate(methods: dict[str, Callable[[int], list[float]]], count: int) -> dict[str, list]:
+    """``count`` calls of each method (rounded down to whole blocks, at least one), in
+    blocks of BLOCK taking turns, which method goes first alternating block by block:
+    method -> [ms]. ``methods``: name -> a function making that many calls, their times."""
+    out = {name: [] for name in methods}
+    names = list(methods)
+    for block in range(max(count // BLOCK, 1)):
+        for name in names if block % 2 == 0 else reversed(names):
+            out[name] += methods[name](BLOCK)
+    return out
 
 
-def plain_round(settings: Settings, port: int) -> dict[str, list]:
-    """The same calls from the plain client on the HTTP server at ``port``: tool -> [ms]."""
-    workload, out = settings.workload, {}
-    per_call = workload.shape == "per-call"
-    with raw_mcp.Http(port=port) as plain:
-        for call in workload.calls:
-            params = call.params(SMALL_TEXT)
+def plain_calls(plain, call, params: dict, per_call: bool, count: int) -> list[float]:
+    """``count`` calls of the tool from the plain client (each in a session of its own when
+    ``per_call``, over HTTP): their ms, request to answer.
 
-            def once() -> float:
-                if per_call:
-                    plain.end_session()
-                    plain.open_session()
-                answer = plain.request("tools/call", params)
-                if "error" in answer.message or answer.message["result"].get("isError"):
-                    raise RuntimeError(f"plain client: {call.name}: {answer.message}")
-                return answer.ms
-            warmup.warm_up(once)  # the rule mcpstart's step follows, on the plain client's times
-            out[call.name] = [once() for _ in range(settings.round_trips)]
+    Raises:
+        RuntimeError: an error answer or a tool error.
+    """
+    times = []
+    with plain.turn():
+        for _ in range(count):
+            if per_call:
+                plain.end_session()
+                plain.open_session()
+            answer = plain.request("tools/call", params)
+            if "error" in answer.message or answer.message["result"].get("isError"):
+                raise RuntimeError(f"plain client: {call.name}: {answer.message}")
+            times.append(answer.ms)
+    return times
+
+
+def mcpstart_calls(session, settings: Settings, call, per_call: bool, count: int) -> list[float]:
+    """``count`` calls of the tool through mcpstart's series functions: over stdio and on a
+    shared HTTP session warm.round_trips, over HTTP per call session_cost.one_session (what
+    per_tool.py's per-call series times: the call's own ms in a full session)."""
+    if per_call:
+        return [one_session(session.transport, settings, call)[2]["tools/call"]
+                for _ in range(count)]
+    return round_trips(session, call, count, settings.timeout_s)["samples"]
+
+
+def shared_round(session, plain, settings: Settings, per_call: bool
+                 ) -> dict[str, dict[str, list]]:
+    """One round of every tool on one server, mcpstart's ``session`` and the ``plain``
+    client taking turns (``alternate``) after each tool is warmed up by mcpstart's rule
+    (warmup.warm_up) for each method: method -> tool -> [ms]. Both methods' calls meet the
+    server in the same state, so a mode that lasts a session or a process
+    (measure/warm_sessions.py) is in both."""
+    out: dict[str, dict[str, list]] = {"mcpstart": {}, "plain": {}}
+    for call in settings.workload.calls:
+        methods = {"mcpstart": partial(mcpstart_calls, session, settings, call, per_call),
+                   "plain": partial(plain_calls, plain, call, call.params(SMALL_TEXT), per_call)}
+        for calls in methods.values():
+            warmup.warm_up(lambda calls=calls: calls(1)[0])
+        for method, times in alternate(methods, settings.round_trips).items():
+            out[method][call.name] = times
     return out
 
 
 def shared_session_round(command, settings: Settings) -> dict[str, dict[str, list]]:
     """Over stdio, one round on one fresh server shared by both methods: mcpstart's session
-    (spawn.started, initialize) and the plain client on the same pipes (raw_mcp.Borrowed),
-    per tool warmed up by mcpstart's rule (warmup.warm_up on mcpstart's calls), then blocks of
-    BLOCK calls taking turns, which method first alternating block by block; mcpstart's
-    blocks are warm.round_trips, the series function of its per-tool step over stdio.
-    Returns method -> tool -> [ms]: both methods' calls meet the server in the same state,
-    so a mode that lasts a session (measure/warm_sessions.py) is in both."""
-    out: dict[str, dict[str, list]] = {"mcpstart": {}, "plain": {}}
+    (spawn.started, initialize) and the plain client on the same pipes (raw_mcp.Borrowed):
+    ``shared_round``. Returns method -> tool -> [ms]."""
     first = initialize_request(settings.requested_revision)
     with spawn.started([(command, first)], settings, timed=False) as (session,):
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
         stdin_fd, stdout_fd, _ = session.transport.prepared.parent_fds
-        plain = raw_mcp.Borrowed(stdin_fd, stdout_fd)
-        for call in settings.workload.calls:
-            params = call.params(SMALL_TEXT)
-            warmup.warm_up(lambda: round_trips(session, call, 1, settings.timeout_s)["samples"][0])
-            mine, theirs = out["mcpstart"].setdefault(call.name, []), out["plain"].setdefault(
-                call.name, [])
-            for block in range(max(settings.round_trips // BLOCK, 1)):
-                for method in ("mcpstart", "plain") if block % 2 == 0 else ("plain", "mcpstart"):
-                    if method == "mcpstart":
-                        mine += round_trips(session, call, BLOCK, settings.timeout_s)["samples"]
-                        continue
-                    with plain.turn():
-                        for _ in range(BLOCK):
-                            answer = plain.request("tools/call", params)
-                            if "error" in answer.message or answer.message["result"].get(
-                                    "isError"):
-                                raise RuntimeError(f"plain client: {call.name}: "
-                                                   f"{answer.message}")
-                            theirs.append(answer.ms)
-    return out
+        return shared_round(session, raw_mcp.Borrowed(stdin_fd, stdout_fd), settings, False)
+
+
+def http_round(name: str, settings: Settings, port: int) -> dict[str, dict[str, list]]:
+    """Over HTTP, one round on the server listening at ``port``: mcpstart's transport on
+    its URL (an initialized session; with the shape "per-call" a full session per call) and
+    the plain client on a connection of its own (raw_mcp.Http), ``shared_round``. Returns
+    method -> tool -> [ms]."""
+    server = Server(ServerResult(name, "http"), None, transport="http",
+                    url=f"http://127.0.0.1:{port}{ENDPOINT}")
+    first = initialize_request(settings.requested_revision)
+    per_call = settings.workload.shape == "per-call"
+    with spawn.started([(None, first)], server.spawning(settings), timed=False) as (session,), \
+            raw_mcp.Http(port=port) as plain:
+        initialize_result(session.wait(1, settings.timeout_s))
+        session.notify("notifications/initialized")
+        if per_call:
+            session.transport.end_session(settings.timeout_s)
+        return shared_round(session, plain, settings, per_call)
 
 
 @contextmanager
@@ -164,21 +188,16 @@ def met(mine: float, theirs: float) -> bool:
 def check(name: str, transport: str, command, settings: Settings, rounds: int) -> None:
     sessions = {"mcpstart": {}, "plain": {}}  # method -> tool -> [[ms] per round]
     with shared_process(transport, command) as port:
-        warmup = 0 if port is None else WARMUP_ROUNDS
-        for round_ in range(warmup + rounds):
-            if port is None:
-                for method, got in shared_session_round(command, settings).items():
-                    for tool, times in got.items():
-                        sessions[method].setdefault(tool, []).append(times)
+        warmup_rounds = 0 if port is None else WARMUP_ROUNDS
+        for round_ in range(warmup_rounds + rounds):
+            got = (shared_session_round(command, settings) if port is None
+                   else http_round(name, settings, port))
+            if round_ < warmup_rounds:
                 continue
-            order = ("mcpstart", "plain") if round_ % 2 == 0 else ("plain", "mcpstart")
-            for method in order:
-                got = (mcpstart_round(name, settings, port) if method == "mcpstart"
-                       else plain_round(settings, port))
-                if round_ < warmup:
-                    continue
-                for tool, times in got.items():
+            for method, tools in got.items():
+                for tool, times in tools.items():
                     sessions[method].setdefault(tool, []).append(times)
+
     def pooled(rounds_: list[list[float]]) -> tuple[float, float]:
         return percentiles([ms for times in rounds_ for ms in times])
 
@@ -223,8 +242,8 @@ def main() -> None:
         sys.exit("no workload-recipes/ folder: give --workload FILE -- CMD")
     print(f"workload {settings.workload.name} (shape {settings.workload.shape}); "
           f"{args.rounds} rounds of {args.calls} calls per tool and method (over stdio on one "
-          f"fresh server per round, in turns of {BLOCK}; over HTTP alternating rounds on one "
-          f"server process after {WARMUP_ROUNDS} common warm-up rounds); "
+          f"fresh server per round, over HTTP on one server process after {WARMUP_ROUNDS} "
+          f"uncounted rounds; in turns of {BLOCK} calls); "
           f"target within {RATIO:.0%} + {SLACK_MS} ms; "
           f"{'unpinned' if args.pin is None else f'on CPU {args.pin}'}; {load_average()} at start")
     print(header("plain client"))

@@ -6,7 +6,7 @@ tolerance): the handshake
 (memory_check.py, a /proc reader; on go), tool count, bytes and tokens (tools_check.py, a raw probe
 and tiktoken; equal), the HTTP phases (http_clock.py, the C client), the loader's counts (loader_check.py, the
 ELF files' relocation tables; equal) and the per-tool warm calls (workload_check.py, a plain
-client on the same pipes). Builds come from
+client on the same pipes or the same HTTP server). Builds come from
 mcpstart's cache, as the scripts take them."""
 
 import os
@@ -166,19 +166,23 @@ def test_the_loader_counts_against_the_elf_tables(built):
     assert sorted(block["objects"]) == sorted(os.path.basename(p) for p in files)
 
 
-def test_the_per_tool_check_shares_one_session_over_stdio():
-    """workload_check's stdio round on the C workload server: mcpstart's series function and
-    the plain client on the same pipes, in turns, each method every tool's counted calls,
+@pytest.mark.parametrize("recipe_name", ["c", "c-http"])
+def test_the_per_tool_check_takes_turns_on_one_server(recipe_name):
+    """workload_check's round on the C workload server: over stdio mcpstart's series function
+    and the plain client on the same pipes, over HTTP mcpstart's per-call sessions and the
+    plain client's on one server process; in turns, each method every tool's counted calls,
     the sleeping tool at least its delay on both, and each tool's medians within LOOSE (plus
     the check's 0.2 ms) of each other."""
     check = benchmark("workload_check")
-    [recipe] = load_recipes(check.WORKLOAD_RECIPES, ["c"])
+    [recipe] = load_recipes(check.WORKLOAD_RECIPES, [recipe_name])
     build = ensure_built(recipe, cache_root())
     if not build.ok:
-        unavailable(f"workload c: {build.reason}")
+        unavailable(f"workload {recipe_name}: {build.reason}")
     settings = replace(Settings(), workload=load("benchmark"), round_trips=20, warm_sessions=1)
-    with mock_api.for_workload(settings) as settings:
-        got = check.shared_session_round(build.command(), settings)
+    with mock_api.for_workload(settings) as settings, \
+            check.shared_process(recipe.transport, build.command()) as port:
+        got = (check.shared_session_round(build.command(), settings) if port is None
+               else check.http_round(recipe_name, settings, port))
     delay = next(c for c in settings.workload.calls if c.name == "simulate_database_query")
     for tool in got["plain"]:
         mine, theirs = got["mcpstart"][tool], got["plain"][tool]
