@@ -6,7 +6,8 @@ API (the run's own, in this process) and the same server state.
 
 Each round, on one server, the two methods take turns (``alternate``) in blocks of BLOCK calls
 of a tool, which method first alternating block by block, after each tool is warmed up by
-mcpstart's rule (measure/warmup.py) for each method; a server's state that lasts a session
+mcpstart's rule (measure/warmup.py: over stdio on mcpstart's calls, the server being shared;
+over HTTP on each method's, each on a connection of its own); a server's state that lasts a session
 or a process (a JIT's choices, which CPUs client and server share: measure/warm_sessions.py)
 then holds for both methods alike, where with a server or a round per method it was one
 method's draw:
@@ -115,18 +116,19 @@ def mcpstart_calls(session, settings: Settings, call, per_call: bool, count: int
     return round_trips(session, call, count, settings.timeout_s)["samples"]
 
 
-def shared_round(session, plain, settings: Settings, per_call: bool
+def shared_round(session, plain, settings: Settings, per_call: bool, plain_warms: bool
                  ) -> dict[str, dict[str, list]]:
     """One round of every tool on one server, mcpstart's ``session`` and the ``plain``
     client taking turns (``alternate``) after each tool is warmed up by mcpstart's rule
-    (warmup.warm_up) for each method: method -> tool -> [ms]. Both methods' calls meet the
-    server in the same state, so a mode that lasts a session or a process
-    (measure/warm_sessions.py) is in both."""
+    (warmup.warm_up) with mcpstart's calls, and with ``plain_warms`` with the plain
+    client's too: method -> tool -> [ms]. Both methods' calls meet the server in the same
+    state, so a mode that lasts a session or a process (measure/warm_sessions.py) is in
+    both."""
     out: dict[str, dict[str, list]] = {"mcpstart": {}, "plain": {}}
     for call in settings.workload.calls:
         methods = {"mcpstart": partial(mcpstart_calls, session, settings, call, per_call),
                    "plain": partial(plain_calls, plain, call, call.params(SMALL_TEXT), per_call)}
-        for calls in methods.values():
+        for calls in methods.values() if plain_warms else [methods["mcpstart"]]:
             warmup.warm_up(lambda calls=calls: calls(1)[0])
         for method, times in alternate(methods, settings.round_trips).items():
             out[method][call.name] = times
@@ -136,13 +138,17 @@ def shared_round(session, plain, settings: Settings, per_call: bool
 def shared_session_round(command, settings: Settings) -> dict[str, dict[str, list]]:
     """Over stdio, one round on one fresh server shared by both methods: mcpstart's session
     (spawn.started, initialize) and the plain client on the same pipes (raw_mcp.Borrowed):
-    ``shared_round``. Returns method -> tool -> [ms]."""
+    ``shared_round``, each tool warmed up by mcpstart's calls alone, since the server they
+    warm is the same (a warm-up by the plain client too hung the Python workload server in
+    one run, the server blocked writing a pipe and this process reading one; not
+    explained). Returns method -> tool -> [ms]."""
     first = initialize_request(settings.requested_revision)
     with spawn.started([(command, first)], settings, timed=False) as (session,):
         initialize_result(session.wait(1, settings.timeout_s))
         session.notify("notifications/initialized")
         stdin_fd, stdout_fd, _ = session.transport.prepared.parent_fds
-        return shared_round(session, raw_mcp.Borrowed(stdin_fd, stdout_fd), settings, False)
+        return shared_round(session, raw_mcp.Borrowed(stdin_fd, stdout_fd), settings, False,
+                            False)
 
 
 def http_round(name: str, settings: Settings, port: int) -> dict[str, dict[str, list]]:
@@ -160,7 +166,7 @@ def http_round(name: str, settings: Settings, port: int) -> dict[str, dict[str, 
         session.notify("notifications/initialized")
         if per_call:
             session.transport.end_session(settings.timeout_s)
-        return shared_round(session, plain, settings, per_call)
+        return shared_round(session, plain, settings, per_call, True)
 
 
 @contextmanager
