@@ -169,6 +169,16 @@ def http_round(name: str, settings: Settings, port: int) -> dict[str, dict[str, 
         return shared_round(session, plain, settings, per_call, True)
 
 
+def one_round(name: str, command, settings: Settings, port: int | None
+              ) -> dict[str, dict[str, list]]:
+    """One round of the server: over stdio (``port`` None, as ``shared_process`` yields it)
+    ``shared_session_round`` on a fresh server, over HTTP ``http_round`` on the server at
+    ``port``. Returns method -> tool -> [ms]."""
+    if port is None:
+        return shared_session_round(command, settings)
+    return http_round(name, settings, port)
+
+
 @contextmanager
 def shared_process(transport: str, command) -> Iterator[int | None]:
     """Over HTTP, one server process from ``command`` for the block (spawned and held by a
@@ -196,8 +206,7 @@ def check(name: str, transport: str, command, settings: Settings, rounds: int) -
     with shared_process(transport, command) as port:
         warmup_rounds = 0 if port is None else WARMUP_ROUNDS
         for round_ in range(warmup_rounds + rounds):
-            got = (shared_session_round(command, settings) if port is None
-                   else http_round(name, settings, port))
+            got = one_round(name, command, settings, port)
             if round_ < warmup_rounds:
                 continue
             for method, tools in got.items():

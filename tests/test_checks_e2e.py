@@ -59,7 +59,7 @@ def test_the_handshake_against_the_c_harness(built, tmp_path):
     overhead = benchmark("overhead")
     binary = overhead.compile_harness(tmp_path)
     rounds = []
-    while len(rounds) < ROUNDS:
+    for _ in range(ROUNDS):
         harness, mine, shutdowns = overhead.one_round(binary, built["c"], runs=8, warmup=3,
                                                       pause_ms=50)
         assert len(shutdowns) == 8
@@ -191,8 +191,7 @@ def test_the_per_tool_check_takes_turns_on_one_server(recipe_name):
     settings = replace(Settings(), workload=load("benchmark"), round_trips=20, warm_sessions=1)
     with mock_api.for_workload(settings) as settings, \
             check.shared_process(recipe.transport, build.command()) as port:
-        got = (check.shared_session_round(build.command(), settings) if port is None
-               else check.http_round(recipe_name, settings, port))
+        got = check.one_round(recipe_name, build.command(), settings, port)
     delay = next(c for c in settings.workload.calls if c.name == "simulate_database_query")
     for tool in got["plain"]:
         mine, theirs = got["mcpstart"][tool], got["plain"][tool]
